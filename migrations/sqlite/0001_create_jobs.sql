@@ -1,0 +1,23 @@
+-- Jobs as trawl sees them: the queue (apalis) only delivers; this table is the record of what
+-- each job is, how it ended, and the order in which jobs ended (done_seq).
+CREATE TABLE jobs (
+    id           TEXT PRIMARY KEY,      -- ULID, chosen by the producer
+    kind         TEXT NOT NULL,
+    batch_id     TEXT,                  -- the `trawl run` or API batch it belongs to
+    crawl_id     TEXT,
+    url          TEXT NOT NULL,
+    params       TEXT NOT NULL,         -- the job's JSON form
+    status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled')),
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL,
+    result       TEXT,                  -- the job result JSON, once succeeded
+    error        TEXT,                  -- the last error JSON ({code, message, ...})
+    error_code   TEXT,
+    page_id      TEXT,
+    created_at   TEXT NOT NULL,
+    started_at   TEXT,
+    finished_at  TEXT,
+    done_seq     INTEGER UNIQUE         -- 1, 2, 3... in the order jobs ended
+);
+CREATE INDEX jobs_batch_done ON jobs (batch_id, done_seq);
+CREATE INDEX jobs_status ON jobs (status);

@@ -1,0 +1,65 @@
+//! The command line: one file per subcommand, each a thin layer that loads the configuration,
+//! calls the library, and prints. `anyhow` is used here and in `main.rs` only.
+//!
+//! Not here: any behaviour a test or the API would also need (that lives in the library).
+
+mod extract;
+mod read;
+mod run;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+
+/// trawl: a job-queue batch crawler and archiver for AI agents and RAG pipelines.
+///
+/// Configuration is read from trawl.toml (or --config), then TRAWL_* environment variables
+/// (nested keys with a double underscore, e.g. TRAWL_HTTP__MAX_BYTES), then flags.
+#[derive(Debug, Parser)]
+#[command(name = "trawl", version, about, long_about)]
+pub struct Cli {
+    /// Configuration file [default: ./trawl.toml when present].
+    #[arg(long, global = true, env = "TRAWL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Directory of the store and queue files [config: data_dir, default: .trawl].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Fetch URLs in bulk: enqueue all, run the fetch pool in-process, store every page, print
+    /// a summary (and write pages.jsonl plus one file per page with --out).
+    Run(run::Args),
+    /// Extract the main content of one local HTML document to stdout (no network).
+    Extract(extract::Args),
+    /// Print a stored page, or a range of its lines.
+    Read(read::Args),
+    /// Show job counts by status, or one job's record.
+    Status(status::Args),
+}
+
+/// Runs the parsed command line.
+pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let load = |cli: &Cli| -> anyhow::Result<Config> {
+        let mut config = Config::load(cli.config.as_deref())?;
+        if let Some(dir) = &cli.data_dir {
+            config.data_dir = dir.clone();
+        }
+        Ok(config)
+    };
+    match &cli.command {
+        Command::Run(args) => run::run(load(&cli)?, args).await,
+        Command::Extract(args) => extract::run(args),
+        Command::Read(args) => read::run(load(&cli)?, args).await,
+        Command::Status(args) => status::run(load(&cli)?, args).await,
+    }
+}

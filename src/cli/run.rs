@@ -1,0 +1,527 @@
+//! `trawl run`: the main job, embedded. Reads URLs (arguments, a file or stdin) as a stream,
+//! records and enqueues them in chunks, runs the fetch pool in-process, follows the batch's
+//! ended jobs in the store, writes `pages.jsonl` and one file per page with `--out`, shows
+//! progress, and prints a summary. Memory stays bounded whatever the number of URLs: input is
+//! read ahead at most `READ_AHEAD` jobs beyond what has ended.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::io::AsyncBufReadExt as _;
+use trawl_workers::job::{FetchJob, Format, Job};
+use trawl_workers::{fetch, web};
+
+use super::extract::FormatArg;
+use crate::config::Config;
+use crate::queue::{Envelope, Queue};
+use crate::runner::{self, Context};
+use crate::store::{JobRecord, NewJob, Status, Store};
+
+/// Jobs recorded per transaction and pushed per queue call.
+const CHUNK: usize = 500;
+
+/// Most jobs read from the input but not yet ended.
+const READ_AHEAD: u64 = 5_000;
+
+/// Arguments of `trawl run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// URLs to fetch (http or https).
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+    /// A file with one URL per line (blank lines and lines starting with # are skipped), or -
+    /// for standard input.
+    #[arg(long, short = 'f', value_name = "FILE|-")]
+    pub file: Option<String>,
+    /// Write DIR/pages.jsonl (one line per input URL: the result, or {"url", "error"}) and
+    /// one file per page under DIR/pages/.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Format of the extracted text.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: FormatArg,
+    /// Fetches at once [config: runner.concurrency, default: 32].
+    #[arg(long, short = 'c', value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Characters of text in each result; the whole text is always stored
+    /// [config: fetch.max_chars, default: 20000].
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
+    /// Seconds a stored page may be served instead of fetching; 0 always fetches
+    /// [config: fetch.cache_ttl_secs, default: 900].
+    #[arg(long, value_name = "SECS")]
+    pub cache_ttl: Option<u64>,
+    /// Allow private, loopback and link-local destinations (cloud metadata stays blocked)
+    /// [config: ssrf.allow_private_network].
+    #[arg(long)]
+    pub allow_private_network: bool,
+    /// Only fetch from these exact hosts (repeatable) [config: ssrf.allow_hosts].
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Never fetch from these hosts; *.example.com also blocks example.com and its
+    /// subdomains (repeatable) [config: ssrf.block_hosts].
+    #[arg(long, value_name = "PATTERN")]
+    pub block_host: Vec<String>,
+    /// No progress bar or progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Where input URLs come from.
+enum Input {
+    Args(Vec<String>),
+    File(PathBuf),
+    Stdin,
+}
+
+pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    apply_flags(&mut config, args);
+    config.validate()?;
+    let input = match (&args.file, args.urls.is_empty()) {
+        (None, true) => anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)"),
+        (Some(file), _) if file == "-" => Input::Stdin,
+        (Some(file), _) => Input::File(PathBuf::from(file)),
+        (None, false) => Input::Args(args.urls.clone()),
+    };
+    let leading_urls = if matches!(input, Input::Args(_)) { Vec::new() } else { args.urls.clone() };
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let output = match &args.out {
+        Some(dir) => Some(Output::create(dir)?),
+        None => None,
+    };
+
+    let store = Store::open(&config.store_path()).await.context("opening the store")?;
+    let queue = Queue::open(&config.queue_path(), &config.namespace, config.runner.queue_settings())
+        .await
+        .context("opening the queue")?;
+    let client = web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
+    let context = Arc::new(Context {
+        store: store.clone(),
+        fetch: fetch::Deps {
+            client: client.clone(),
+            config: config.fetch.clone(),
+        },
+        config: config.runner.clone(),
+    });
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let pool_queue = queue.clone();
+    let pool = tokio::spawn(async move {
+        runner::run_pool(context, &pool_queue, async move {
+            let _ = stop_rx.await;
+        })
+        .await
+    });
+
+    let batch_id = ulid::Ulid::generate().to_string();
+    let template = FetchJob {
+        max_chars: args.max_chars,
+        cache_ttl: args.cache_ttl,
+        extract: Format::from(args.format),
+        ..FetchJob::new("")
+    };
+    let progress = Progress::new(args.quiet);
+    let counters = Arc::new(Counters::default());
+    let producer = tokio::spawn(produce(
+        input,
+        leading_urls,
+        ProduceDeps {
+            store: store.clone(),
+            queue: queue.clone(),
+            client,
+            batch_id: batch_id.clone(),
+            template,
+            max_attempts: config.runner.max_attempts,
+            counters: counters.clone(),
+        },
+    ));
+
+    let started = Instant::now();
+    let mut output = output;
+    let mut last_seq = 0_i64;
+    let mut interrupted = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let ended = store.ended_since(&batch_id, last_seq, 1_000).await?;
+        for job in &ended {
+            last_seq = job.done_seq.unwrap_or(last_seq);
+            counters.ended.fetch_add(1, Ordering::Relaxed);
+            if let Some(output) = output.as_mut() {
+                output.write(&store, job).await?;
+            }
+            progress.ended(job);
+        }
+        progress.set_total(counters.enqueued.load(Ordering::Relaxed));
+        let all_read = counters.input_done.load(Ordering::Acquire);
+        if all_read && counters.ended.load(Ordering::Relaxed) >= counters.enqueued.load(Ordering::Relaxed) {
+            break;
+        }
+        if producer.is_finished() && !all_read {
+            // The producer failed; its error is reported below.
+            break;
+        }
+        if ended.is_empty() {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = &mut ctrl_c => {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+    }
+    let _ = stop_tx.send(());
+    producer.abort();
+    let produced = producer.await;
+    match tokio::time::timeout(Duration::from_secs(30), pool).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "fetch pool ended with an error"),
+        Ok(Err(error)) => tracing::warn!(error = %error, "fetch pool task failed"),
+        Err(_) => tracing::warn!("fetch pool did not stop within 30 s"),
+    }
+    progress.finish();
+    if let Ok(Err(error)) = produced {
+        return Err(error.context("reading the input"));
+    }
+    if let Some(output) = output.as_mut() {
+        output.flush()?;
+    }
+    print_summary(&store, &batch_id, started.elapsed(), output.as_ref(), interrupted).await?;
+    queue.close().await;
+    store.close().await;
+    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}
+
+fn apply_flags(config: &mut Config, args: &Args) {
+    if let Some(concurrency) = args.concurrency {
+        config.runner.concurrency = concurrency;
+    }
+    if let Some(max_chars) = args.max_chars {
+        config.fetch.max_chars = max_chars.min(config.fetch.max_chars_cap);
+    }
+    if args.allow_private_network {
+        config.ssrf.allow_private_network = true;
+    }
+    config.ssrf.allow_hosts.extend(args.allow_host.iter().cloned());
+    config.ssrf.block_hosts.extend(args.block_host.iter().cloned());
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    enqueued: AtomicU64,
+    ended: AtomicU64,
+    input_done: AtomicBool,
+}
+
+struct ProduceDeps {
+    store: Store,
+    queue: Queue,
+    client: web::Client,
+    batch_id: String,
+    template: FetchJob,
+    max_attempts: u32,
+    counters: Arc<Counters>,
+}
+
+/// Reads the input as a stream and records and enqueues it chunk by chunk. Every line that is
+/// not a URL trawl may fetch is recorded as a failed job, so every input line is accounted for.
+async fn produce(input: Input, leading: Vec<String>, deps: ProduceDeps) -> anyhow::Result<()> {
+    let mut chunk: Vec<String> = Vec::with_capacity(CHUNK);
+    let mut lines: Box<dyn futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin> = match input {
+        Input::Args(urls) => Box::new(futures_util::stream::iter(urls.into_iter().map(Ok))),
+        Input::File(path) => {
+            let file = tokio::fs::File::open(&path)
+                .await
+                .with_context(|| format!("opening {}", path.display()))?;
+            Box::new(tokio_stream_lines(tokio::io::BufReader::new(file)))
+        }
+        Input::Stdin => Box::new(tokio_stream_lines(tokio::io::BufReader::new(tokio::io::stdin()))),
+    };
+    let mut leading = leading.into_iter();
+    loop {
+        let line = match leading.next() {
+            Some(url) => Some(url),
+            None => futures_util::StreamExt::next(&mut lines).await.transpose()?,
+        };
+        let Some(line) = line else { break };
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        chunk.push(line.to_owned());
+        if chunk.len() >= CHUNK {
+            enqueue_chunk(&deps, std::mem::take(&mut chunk)).await?;
+        }
+    }
+    enqueue_chunk(&deps, chunk).await?;
+    deps.counters.input_done.store(true, Ordering::Release);
+    Ok(())
+}
+
+fn tokio_stream_lines<R: tokio::io::AsyncBufRead + Send + Unpin + 'static>(
+    reader: R,
+) -> impl futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin {
+    Box::pin(futures_util::stream::unfold(reader.lines(), |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(line)) => Some((Ok(line), lines)),
+            Ok(None) => None,
+            Err(error) => Some((Err(error), lines)),
+        }
+    }))
+}
+
+async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<()> {
+    if urls.is_empty() {
+        return Ok(());
+    }
+    // Back-pressure: never read far ahead of what has ended.
+    while deps.counters.enqueued.load(Ordering::Relaxed)
+        > deps.counters.ended.load(Ordering::Relaxed) + READ_AHEAD
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut new_jobs = Vec::with_capacity(urls.len());
+    let mut envelopes = Vec::with_capacity(urls.len());
+    for url in urls {
+        let id = ulid::Ulid::generate().to_string();
+        let job = Job::Fetch(FetchJob {
+            url: url.clone(),
+            ..deps.template.clone()
+        });
+        let new_job = NewJob {
+            id: id.clone(),
+            kind: job.kind(),
+            batch_id: Some(deps.batch_id.clone()),
+            url: url.clone(),
+            params: serde_json::to_value(&job)?,
+            max_attempts: deps.max_attempts,
+        };
+        deps.counters.enqueued.fetch_add(1, Ordering::Relaxed);
+        match fetch::check_url(&deps.client, &url) {
+            Ok(_) => {
+                new_jobs.push(new_job);
+                envelopes.push(Envelope { id, job });
+            }
+            Err(error) => deps.store.create_failed_job(&new_job, &error).await?,
+        }
+    }
+    deps.store.create_jobs(&new_jobs).await?;
+    deps.queue.push(envelopes).await?;
+    Ok(())
+}
+
+/// The `--out` directory: pages.jsonl and one file per page.
+struct Output {
+    dir: PathBuf,
+    jsonl: std::io::BufWriter<std::fs::File>,
+    files: u64,
+}
+
+impl Output {
+    fn create(dir: &Path) -> anyhow::Result<Output> {
+        std::fs::create_dir_all(dir.join("pages")).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("pages.jsonl");
+        let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Output {
+            dir: dir.to_owned(),
+            jsonl: std::io::BufWriter::new(file),
+            files: 0,
+        })
+    }
+
+    async fn write(&mut self, store: &Store, job: &JobRecord) -> anyhow::Result<()> {
+        let line = match (&job.result, &job.error) {
+            (Some(result), _) if job.status == Status::Succeeded => {
+                self.write_page_file(store, result).await?;
+                serde_json::to_string(result)?
+            }
+            (_, error) => {
+                let error = error.clone().unwrap_or_else(|| {
+                    trawl_workers::job::JobError::new(trawl_workers::job::ErrorCode::Cancelled, "the job was cancelled")
+                });
+                serde_json::to_string(&serde_json::json!({ "url": job.url, "error": error }))?
+            }
+        };
+        writeln!(self.jsonl, "{line}")?;
+        Ok(())
+    }
+
+    async fn write_page_file(&mut self, store: &Store, result: &serde_json::Value) -> anyhow::Result<()> {
+        let Some(page_id) = result["page_id"].as_str() else { return Ok(()) };
+        let Some(page) = store.page(page_id).await? else { return Ok(()) };
+        let text = store.page_text(&page).await?;
+        let extension = match (page.info.format, page.info.content_type.as_str()) {
+            (_, "application/json") => "json",
+            (Format::Markdown, _) => "md",
+            (Format::Text, _) => "txt",
+            (Format::Html, _) => "html",
+        };
+        let name = format!("{}-{}.{extension}", slug(&page.info.final_url), &page.content_hash[..10]);
+        let path = self.dir.join("pages").join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        self.files += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> anyhow::Result<()> {
+        self.jsonl.flush()?;
+        Ok(())
+    }
+}
+
+/// A file-name-safe, readable form of a URL: host and path, at most 80 characters.
+fn slug(url: &str) -> String {
+    let without_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let mut slug = String::with_capacity(80);
+    let mut dash = false;
+    for c in without_scheme.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            slug.push(c.to_ascii_lowercase());
+            dash = false;
+        } else if !dash && !slug.is_empty() {
+            slug.push('-');
+            dash = true;
+        }
+        if slug.len() >= 80 {
+            break;
+        }
+    }
+    let slug = slug.trim_matches(['-', '.']).to_owned();
+    if slug.is_empty() { "page".to_owned() } else { slug }
+}
+
+/// A progress bar on a terminal, periodic lines otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    started: Instant,
+    last_line: std::sync::Mutex<Instant>,
+    ended: AtomicU64,
+    failed: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{wide_bar}] {pos}/{len} {per_sec} {msg}",
+                )
+                .expect("the template is valid"),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            quiet,
+            started: Instant::now(),
+            last_line: std::sync::Mutex::new(Instant::now()),
+            ended: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+        }
+    }
+
+    fn set_total(&self, total: u64) {
+        self.total.store(total, Ordering::Relaxed);
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+        }
+        self.maybe_print_line();
+    }
+
+    fn ended(&self, job: &JobRecord) {
+        self.ended.fetch_add(1, Ordering::Relaxed);
+        if job.status != Status::Succeeded {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            bar.set_message(format!("{} failed", self.failed.load(Ordering::Relaxed)));
+        }
+    }
+
+    fn maybe_print_line(&self) {
+        if self.quiet || self.bar.is_some() {
+            return;
+        }
+        let Ok(mut last) = self.last_line.lock() else { return };
+        if last.elapsed() < Duration::from_secs(5) {
+            return;
+        }
+        *last = Instant::now();
+        let ended = self.ended.load(Ordering::Relaxed);
+        let rate = ended as f64 / self.started.elapsed().as_secs_f64().max(0.001);
+        eprintln!(
+            "trawl: {ended}/{} ended ({rate:.0}/s), {} failed",
+            self.total.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed)
+        );
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+async fn print_summary(
+    store: &Store,
+    batch_id: &str,
+    elapsed: Duration,
+    output: Option<&Output>,
+    interrupted: bool,
+) -> anyhow::Result<()> {
+    let counts = store.count_by_status(Some(batch_id)).await?;
+    let count = |status: Status| counts.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    let ended = count(Status::Succeeded) + count(Status::Failed) + count(Status::Dead) + count(Status::Cancelled);
+    let seconds = elapsed.as_secs_f64().max(0.001);
+    println!(
+        "{} {ended}/{total} urls in {seconds:.1} s ({:.1} pages/s): {} succeeded, {} failed, {} dead",
+        if interrupted { "interrupted after" } else { "done:" },
+        count(Status::Succeeded) as f64 / seconds,
+        count(Status::Succeeded),
+        count(Status::Failed),
+        count(Status::Dead),
+    );
+    let errors = store.count_errors(batch_id).await?;
+    if !errors.is_empty() {
+        let listed: Vec<String> = errors.iter().map(|(code, n)| format!("{code} {n}")).collect();
+        println!("errors: {}", listed.join(", "));
+    }
+    if let Some(output) = output {
+        println!(
+            "wrote {} and {} page files in {}",
+            output.dir.join("pages.jsonl").display(),
+            output.files,
+            output.dir.join("pages").display()
+        );
+    }
+    println!("batch {batch_id}; stored in the data directory, see `trawl read URL` and `trawl status`");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_safe_and_short() {
+        assert_eq!(slug("https://Example.com/a/b?c=d#e"), "example.com-a-b-c-d-e");
+        assert_eq!(slug("https://x.test/"), "x.test");
+        assert!(slug(&format!("https://x.test/{}", "a".repeat(500))).len() <= 80);
+        assert_eq!(slug("https:///"), "page");
+    }
+}

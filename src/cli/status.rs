@@ -1,0 +1,43 @@
+//! `trawl status`: job counts by status, or one job's record as JSON.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use crate::config::Config;
+use crate::store::Store;
+
+/// Arguments of `trawl status`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A job id; without it, counts of all jobs by status.
+    pub job_id: Option<String>,
+}
+
+pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    let store = Store::open(&config.store_path())
+        .await
+        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    match &args.job_id {
+        Some(id) => match store.job(id).await? {
+            Some(job) => {
+                println!("{}", serde_json::to_string_pretty(&job)?);
+                Ok(ExitCode::SUCCESS)
+            }
+            None => {
+                eprintln!("trawl: no job {id}");
+                Ok(ExitCode::from(1))
+            }
+        },
+        None => {
+            let counts = store.count_by_status(None).await?;
+            if counts.is_empty() {
+                println!("no jobs");
+            }
+            for (status, count) in counts {
+                println!("{:<10} {count}", status.as_str());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

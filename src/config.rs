@@ -1,0 +1,151 @@
+//! Configuration: defaults in code < `trawl.toml` < `TRAWL_*` environment variables < flags,
+//! loaded once and checked into typed values before anything starts. Nested keys in the
+//! environment use a double underscore: `TRAWL_HTTP__MAX_BYTES=2000000`.
+//!
+//! Not here: the meaning of each key; each lives with the code it configures
+//! (`web::Config`, `web::Policy`, `fetch::Config`, `runner::Config`) and is composed here.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format as _, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use trawl_workers::{fetch, web};
+
+use crate::runner;
+
+/// The file read when `--config` is not given (ignored when absent).
+pub const DEFAULT_CONFIG_FILE: &str = "trawl.toml";
+
+/// Every setting of trawl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the store and queue files live.
+    pub data_dir: PathBuf,
+    /// Prefix of queue names, so several trawls can share one backend.
+    pub namespace: String,
+    /// Outgoing requests: identity and limits.
+    pub http: web::Config,
+    /// Which destinations may be fetched.
+    pub ssrf: web::Policy,
+    /// Fetch options and their bounds.
+    pub fetch: fetch::Config,
+    /// Worker pools and retries.
+    pub runner: runner::Config,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from(".trawl"),
+            namespace: "trawl".to_owned(),
+            http: web::Config::default(),
+            ssrf: web::Policy::default(),
+            fetch: fetch::Config::default(),
+            runner: runner::Config::default(),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file or environment could not be read into the tree.
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    /// A named config file does not exist.
+    #[error("configuration file {0} not found")]
+    Missing(PathBuf),
+    /// A value is out of its bounds.
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Loads defaults, then `file` (or `trawl.toml` when present), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, Error> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match file {
+            Some(path) if !path.exists() => return Err(Error::Missing(path.to_owned())),
+            Some(path) => figment = figment.merge(Toml::file_exact(path)),
+            None => figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE)),
+        }
+        // TRAWL_LOG and TRAWL_CONFIG are read by main, not part of the tree.
+        figment = figment.merge(Env::prefixed("TRAWL_").ignore(&["log", "config"]).split("__"));
+        let config: Config = figment.extract().map_err(Box::new)?;
+        Ok(config)
+    }
+
+    /// Checks every section; call after flags are applied.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.http.validate().map_err(Error::Invalid)?;
+        self.fetch.validate().map_err(Error::Invalid)?;
+        self.runner.validate().map_err(Error::Invalid)?;
+        self.ssrf
+            .validate()
+            .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;
+        if self.namespace.is_empty() || !self.namespace.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(Error::Invalid(format!(
+                "namespace {:?} must be non-empty ASCII letters, digits, '-', '_' or '.'",
+                self.namespace
+            )));
+        }
+        Ok(())
+    }
+
+    /// The store's SQLite file.
+    pub fn store_path(&self) -> PathBuf {
+        self.data_dir.join("trawl.sqlite")
+    }
+
+    /// The queue's SQLite file.
+    pub fn queue_path(&self) -> PathBuf {
+        self.data_dir.join("queue.sqlite")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_match_the_design() {
+        let config = Config::default();
+        config.validate().expect("defaults are valid");
+        assert_eq!(config.http.max_bytes, 750_000);
+        assert_eq!(config.http.max_redirects, 3);
+        assert_eq!(config.http.timeout_secs, 30);
+        assert_eq!(config.fetch.max_chars, 20_000);
+        assert_eq!(config.fetch.cache_ttl_secs, 900);
+        assert!(!config.ssrf.allow_private_network);
+    }
+
+    #[test]
+    fn files_are_layered_and_unknown_keys_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.toml");
+        std::fs::write(&path, "[http]\nmax_bytes = 2000\n[fetch]\nmax_chars = 10\n").expect("write");
+        let config = Config::load(Some(&path)).expect("loads");
+        assert_eq!(config.http.max_bytes, 2_000);
+        assert_eq!(config.fetch.max_chars, 10);
+        assert_eq!(config.http.max_redirects, 3);
+
+        std::fs::write(&path, "[http]\nmax_bytez = 2000\n").expect("write");
+        let error = Config::load(Some(&path)).expect_err("unknown key");
+        assert!(error.to_string().contains("max_bytez"), "{error}");
+
+        let missing = dir.path().join("nope.toml");
+        assert!(matches!(Config::load(Some(&missing)), Err(Error::Missing(_))));
+    }
+
+    #[test]
+    fn out_of_range_values_are_refused() {
+        let mut config = Config::default();
+        config.http.max_bytes = 1;
+        assert!(config.validate().is_err());
+        let mut config = Config::default();
+        config.namespace = "has space".into();
+        assert!(config.validate().is_err());
+    }
+}

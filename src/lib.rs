@@ -1,0 +1,24 @@
+//! trawl: a job-queue batch crawler and archiver for AI agents and RAG pipelines. This crate
+//! is the application on top of the pools (`trawl-workers`): it owns the queue, the store,
+//! the runner, the configuration and the command line.
+//!
+//! The map:
+//! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
+//! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
+//! - `queue`: job envelopes delivered at least once (apalis-sqlite).
+//! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
+//! - `pages`: reading stored pages by line range.
+//! - `cli`: one file per subcommand.
+//! - `telemetry`: logging setup.
+//!
+//! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
+//! only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
+//! records one result. Jobs carry ids, URLs and options, never page bodies.
+
+pub mod cli;
+pub mod config;
+pub mod pages;
+pub mod queue;
+pub mod runner;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,34 @@
+//! The `trawl` binary: parses the command line and runs it on a tokio runtime.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use trawl::cli::{self, Cli};
+
+fn main() -> ExitCode {
+    // Two rustls providers get compiled in (sqlx's ring, reqwest's aws-lc-rs); without a
+    // process default, any direct rustls client config panics. See the stack notes.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    trawl::telemetry::init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Extraction runs on blocking threads; deep documents need more than the 2 MiB
+        // default even after the nesting guard.
+        .thread_stack_size(8 << 20)
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("trawl: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(cli::dispatch(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("trawl: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The runner feeds the pools: dequeue → run → persist the result keyed by job id → ack.
+//! It alone decides what to do with an error: transient ones are retried with exponential
+//! backoff (or the server's Retry-After) up to `max_attempts`, then the job is `dead`;
+//! permanent ones fail at once. A job whose worker died on every attempt ends `dead` too
+//! (`worker_lost`), so a poison job cannot loop forever.
+//!
+//! Not here: the work itself (`trawl_workers::fetch`), nor storage details (`store`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apalis::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use trawl_workers::fetch;
+use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
+use trawl_workers::web::normalize::normalize_url;
+
+use crate::queue::{Envelope, Queue};
+use crate::store::{self, Attempt, NewPage, Outcome, Store};
+
+/// How the pools run. Every field is a `trawl.toml` key under `[runner]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Fetch jobs run at once in this process.
+    pub concurrency: usize,
+    /// Attempts per job before it is `dead` (transient errors and lost workers count).
+    pub max_attempts: u32,
+    /// First retry delay in milliseconds; doubles per attempt.
+    pub retry_base_ms: u64,
+    /// Longest retry delay in milliseconds (also caps a server's Retry-After).
+    pub retry_max_ms: u64,
+    /// How often an idle pool looks for new jobs, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// Seconds between worker heartbeats.
+    pub heartbeat_secs: u64,
+    /// Missed heartbeats before a silent worker's jobs are handed to another.
+    pub missed_heartbeats: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            concurrency: 32,
+            max_attempts: 3,
+            retry_base_ms: 500,
+            retry_max_ms: 30_000,
+            poll_interval_ms: 100,
+            heartbeat_secs: 5,
+            missed_heartbeats: 3,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.concurrency == 0 || self.concurrency > 4_096 {
+            return Err(format!("runner.concurrency = {} is outside 1..=4096", self.concurrency));
+        }
+        if self.max_attempts == 0 || self.max_attempts > 100 {
+            return Err(format!("runner.max_attempts = {} is outside 1..=100", self.max_attempts));
+        }
+        if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
+            return Err("runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1".to_owned());
+        }
+        Ok(())
+    }
+
+    /// The queue settings that go with these pool settings.
+    pub fn queue_settings(&self) -> crate::queue::Settings {
+        crate::queue::Settings {
+            // A worker buffers what it fetched and cannot start yet, and sends no heartbeat
+            // meanwhile (stack notes, pitfall 10): keep the batch within the concurrency.
+            batch_size: self.concurrency.min(16),
+            heartbeat: Duration::from_secs(self.heartbeat_secs),
+            missed_heartbeats: self.missed_heartbeats,
+        }
+    }
+
+    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let max = Duration::from_millis(self.retry_max_ms);
+        if let Some(retry_after) = retry_after {
+            return retry_after.min(max);
+        }
+        let exponent = attempt.saturating_sub(1).min(20);
+        let delay = Duration::from_millis(self.retry_base_ms.saturating_mul(1 << exponent));
+        // Up to 25 % jitter, so retries of one failing host spread out.
+        let jitter = delay.mul_f64(0.25 * (ulid::Ulid::generate().random() % 1_000) as f64 / 1_000.0);
+        (delay + jitter).min(max)
+    }
+}
+
+/// What the pools need, shared by every job.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Where results go.
+    pub store: Store,
+    /// The fetch pool's dependencies.
+    pub fetch: fetch::Deps,
+    /// Retry and pool settings.
+    pub config: Config,
+}
+
+/// Runs the fetch pool on `queue` until `shutdown` completes. Jobs not yet started stay in
+/// the queue; a job interrupted mid-way is delivered again later (at least once) and its
+/// writes are idempotent.
+pub async fn run_pool(
+    context: Arc<Context>,
+    queue: &Queue,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let name = format!(
+        "trawl-{}-{}",
+        std::process::id(),
+        ulid::Ulid::generate().to_string().to_ascii_lowercase()
+    );
+    let concurrency = context.config.concurrency;
+    let poll = Duration::from_millis(context.config.poll_interval_ms);
+    let worker = WorkerBuilder::new(name)
+        .backend(queue.storage().poll_with_interval(poll))
+        .concurrency(concurrency)
+        .data(context)
+        .build(handle);
+    worker
+        .run_until(async move {
+            shutdown.await;
+            Ok::<(), std::io::Error>(())
+        })
+        .await
+        .map_err(|error| format!("fetch pool stopped: {error}"))
+}
+
+/// The apalis handler. Each job runs on its own tokio task, so jobs spread over every core
+/// (an apalis worker otherwise polls its jobs inside its own future) and a panic ends that
+/// task, not the pool. A store failure or a panic is returned, so the queue delivers the job
+/// again; every job outcome is recorded by `process` itself.
+async fn handle(envelope: Envelope, context: Data<Arc<Context>>) -> Result<(), BoxDynError> {
+    let context: Arc<Context> = (*context).clone();
+    let id = envelope.id.clone();
+    let outcome = tokio::spawn(async move { process(&context, &envelope).await }).await;
+    match outcome {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::error!(job_id = %id, error = %error, "could not record job outcome");
+            Err(Box::new(error))
+        }
+        Err(join_error) => {
+            tracing::error!(job_id = %id, error = %join_error, "job panicked");
+            Err(format!("job panicked: {join_error}").into())
+        }
+    }
+}
+
+/// Runs one delivered job to its end (or to the next retry) and records the outcome.
+pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
+    let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), url = %envelope.job.url());
+    let _entered = span.enter();
+    let mut attempt = context.store.begin_attempt(&envelope.id).await?;
+    loop {
+        let (number, max) = match attempt {
+            Attempt::Run { number, max } => (number, max),
+            Attempt::AlreadyEnded | Attempt::Unknown => return Ok(()),
+        };
+        if number > max {
+            let error = JobError::new(
+                ErrorCode::WorkerLost,
+                format!("the worker running this job was lost in each of its {max} attempts"),
+            );
+            context.store.finish(&envelope.id, &Outcome::Dead(error)).await?;
+            return Ok(());
+        }
+        let error = match &envelope.job {
+            Job::Fetch(job) => match run_fetch(context, &envelope.id, job).await? {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            },
+        };
+        if !error.transient {
+            tracing::debug!(code = %error.code, "job failed");
+            context.store.finish(&envelope.id, &Outcome::Failed(error)).await?;
+            return Ok(());
+        }
+        if number >= max {
+            tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
+            context.store.finish(&envelope.id, &Outcome::Dead(error)).await?;
+            return Ok(());
+        }
+        let retry_after = error.retry_after.map(Duration::from_secs);
+        let delay = context.config.backoff(number, retry_after);
+        tracing::warn!(code = %error.code, attempt = number, delay_ms = delay.as_millis() as u64, "fetch failed, will retry");
+        context.store.record_retry(&envelope.id, &error).await?;
+        tokio::time::sleep(delay).await;
+        attempt = context.store.begin_attempt(&envelope.id).await?;
+    }
+}
+
+/// Serves a fetch from the cache or fetches it, stores the page and ends the job. Returns the
+/// job error when the fetch failed (the caller decides on retries); `Err` is a store failure.
+async fn run_fetch(
+    context: &Context,
+    job_id: &str,
+    job: &FetchJob,
+) -> Result<Result<(), JobError>, store::Error> {
+    let url = match fetch::check_url(&context.fetch.client, &job.url) {
+        Ok(url) => normalize_url(&url),
+        Err(error) => return Ok(Err(error)),
+    };
+    let max_chars = context.fetch.config.max_chars_for(job);
+    let ttl = context.fetch.config.cache_ttl_for(job);
+    let options_hash = options_hash(job);
+    if !ttl.is_zero() {
+        let since = jiff::Timestamp::now().as_millisecond() - ttl.as_millis() as i64;
+        if let Some(page) = context.store.cached_page(url.as_str(), &options_hash, since).await? {
+            let text = context.store.page_text(&page).await?;
+            let mut info = page.info.clone();
+            info.url = job.url.clone();
+            let result = fetch::build_result(&info, &text, &page.id, &page.content_hash, true, max_chars);
+            let outcome = Outcome::Succeeded {
+                result: serde_json::to_value(&result).expect("results serialise"),
+                page_id: Some(page.id.clone()),
+            };
+            context.store.finish(job_id, &outcome).await?;
+            return Ok(Ok(()));
+        }
+    }
+    let fetched = match fetch::run(job, &context.fetch).await {
+        Ok(fetched) => fetched,
+        Err(error) => return Ok(Err(error.to_job_error())),
+    };
+    let final_url = url::Url::parse(&fetched.info.final_url)
+        .map(|final_url| normalize_url(&final_url).to_string())
+        .unwrap_or_else(|_| fetched.info.final_url.clone());
+    // A zero TTL bypasses the cache for writing too: the page is stored (read and grep reach
+    // it) under a key no cache lookup matches.
+    let stored_hash = if ttl.is_zero() { format!("{options_hash}:uncached") } else { options_hash };
+    let page = NewPage {
+        url: url.as_str(),
+        final_url: &final_url,
+        options_hash: &stored_hash,
+        info: &fetched.info,
+        text: &fetched.text,
+        raw: &fetched.raw,
+    };
+    let info = &fetched.info;
+    let text = &fetched.text;
+    context
+        .store
+        .finish_with_page(job_id, page, |content_hash| {
+            let result = fetch::build_result(info, text, job_id, content_hash, false, max_chars);
+            serde_json::to_value(&result).expect("results serialise")
+        })
+        .await?;
+    Ok(Ok(()))
+}
+
+/// Hashes the options that change a fetched page (the second half of the cache key).
+pub fn options_hash(job: &FetchJob) -> String {
+    let key = format!("fetch;extract={}", job.extract.as_str());
+    hex::encode(&Sha256::digest(key.as_bytes())[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let config = Config {
+            retry_base_ms: 100,
+            retry_max_ms: 1_000,
+            ..Config::default()
+        };
+        let first = config.backoff(1, None);
+        assert!(first >= Duration::from_millis(100) && first <= Duration::from_millis(125));
+        let third = config.backoff(3, None);
+        assert!(third >= Duration::from_millis(400) && third <= Duration::from_millis(500));
+        assert_eq!(config.backoff(30, None), Duration::from_millis(1_000));
+        assert_eq!(config.backoff(1, Some(Duration::from_secs(60))), Duration::from_millis(1_000));
+    }
+
+    #[test]
+    fn options_that_change_the_page_change_the_hash() {
+        let markdown = FetchJob::new("https://a.test/");
+        let mut text = markdown.clone();
+        text.extract = trawl_workers::job::Format::Text;
+        let mut longer = markdown.clone();
+        longer.max_chars = Some(5);
+        assert_ne!(options_hash(&markdown), options_hash(&text));
+        assert_eq!(options_hash(&markdown), options_hash(&longer));
+    }
+}

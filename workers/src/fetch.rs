@@ -1,0 +1,510 @@
+//! The fetch pool's work: `FetchJob` → `Fetched` (the page's text, metadata and raw body), or a
+//! typed `fetch::Error`. Fetches through the guarded client, decides by content type (HTML →
+//! Readability, text passes through, PDF → text, binaries refused, lying labels sniffed), and
+//! refuses to return block pages as content.
+//!
+//! Not here: caching, storing or retrying (the runner does those with what this returns).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::job::{Content, ErrorCode, Extractor, FetchJob, FetchResult, Format, JobError, Meta};
+use crate::web::blockpage::{self, BlockPage};
+use crate::web::extract::{self, Heading};
+use crate::web::{self, charset, pdf};
+
+/// Fetch options and their bounds. Every field is a `trawl.toml` key under `[fetch]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Characters of text returned in a result when the job does not say.
+    pub max_chars: usize,
+    /// Hard cap on `max_chars`, whatever a job asks.
+    pub max_chars_cap: usize,
+    /// Seconds a stored page is served from the cache when the job does not say (0 disables).
+    pub cache_ttl_secs: u64,
+    /// Seconds extraction of one document may take before `extraction_limit`.
+    pub extraction_timeout_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_chars: 20_000,
+            max_chars_cap: 1_000_000,
+            cache_ttl_secs: 15 * 60,
+            extraction_timeout_secs: 20,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the values against each other.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_chars == 0 || self.max_chars > self.max_chars_cap {
+            return Err(format!(
+                "fetch.max_chars = {} must be within 1..=fetch.max_chars_cap ({})",
+                self.max_chars, self.max_chars_cap
+            ));
+        }
+        if self.extraction_timeout_secs == 0 {
+            return Err("fetch.extraction_timeout_secs must be at least 1".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Returns the characters to return for a job: its own value or the default, capped.
+    pub fn max_chars_for(&self, job: &FetchJob) -> usize {
+        job.max_chars.unwrap_or(self.max_chars).clamp(1, self.max_chars_cap)
+    }
+
+    /// Returns the cache time-to-live for a job.
+    pub fn cache_ttl_for(&self, job: &FetchJob) -> Duration {
+        Duration::from_secs(job.cache_ttl.unwrap_or(self.cache_ttl_secs))
+    }
+}
+
+/// What a fetch needs.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// The guarded HTTP client.
+    pub client: web::Client,
+    /// Fetch options.
+    pub config: Config,
+}
+
+/// Everything about a fetched page except its text: stored with the page and enough, with the
+/// text, to rebuild the job result when the page is served from the cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageInfo {
+    /// The URL as requested.
+    pub url: String,
+    /// The URL after redirects.
+    pub final_url: String,
+    /// Final HTTP status.
+    pub status: u16,
+    /// Content type without parameters, as judged (sniffed when the label lied).
+    pub content_type: String,
+    /// Page title.
+    pub title: Option<String>,
+    /// How the text was found.
+    pub extractor: Extractor,
+    /// Something the reader should know.
+    pub warning: Option<String>,
+    /// Links in document order.
+    pub links: Vec<String>,
+    /// Head metadata.
+    pub meta: Meta,
+    /// Headings of the text.
+    pub outline: Vec<Heading>,
+    /// The format of the text.
+    pub format: Format,
+    /// When it was fetched (RFC 3339, UTC).
+    pub fetched_at: String,
+    /// Milliseconds fetch and extraction took.
+    pub took_ms: u64,
+}
+
+/// A fetched page: its description, its whole text and the raw response.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// Everything but the text.
+    pub info: PageInfo,
+    /// The whole extracted text.
+    pub text: String,
+    /// The body as received (transfer encoding removed), for the raw-page store and WARC.
+    pub raw: Bytes,
+    /// The final response's headers, for WARC.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Why a fetch produced no page.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The network part failed or was refused.
+    #[error(transparent)]
+    Web(#[from] web::client::Error),
+    /// The server answered with an error status.
+    #[error("http status {status}")]
+    HttpStatus {
+        /// The status.
+        status: u16,
+        /// Seconds from Retry-After, when given.
+        retry_after: Option<u64>,
+    },
+    /// A content type trawl cannot turn into text.
+    #[error("unsupported content type {0}")]
+    UnsupportedContentType(String),
+    /// A wall, challenge or empty shell instead of content.
+    #[error("{}: {}", .0.code, .0.evidence)]
+    BlockPage(BlockPage),
+    /// The PDF could not be read.
+    #[error(transparent)]
+    Pdf(#[from] pdf::Error),
+    /// Extraction did not finish within its time limit.
+    #[error("extraction took longer than {seconds} s")]
+    ExtractionTimeout {
+        /// The limit.
+        seconds: u64,
+    },
+    /// Extraction failed (a panic inside a parser, a bad page URL).
+    #[error("extraction failed: {0}")]
+    Extraction(String),
+}
+
+impl Error {
+    /// Returns the public error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Web(error) => error.code(),
+            Error::HttpStatus { .. } => ErrorCode::HttpStatus,
+            Error::UnsupportedContentType(_) => ErrorCode::UnsupportedContentType,
+            Error::BlockPage(page) => page.code,
+            Error::Pdf(_) | Error::Extraction(_) => ErrorCode::ExtractionFailed,
+            Error::ExtractionTimeout { .. } => ErrorCode::ExtractionLimit,
+        }
+    }
+
+    /// True when a later attempt may succeed: network faults, 408, 425, 429 and 5xx.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Web(error) => error.is_transient(),
+            Error::HttpStatus { status, .. } => matches!(status, 408 | 425 | 429 | 500..=599),
+            _ => false,
+        }
+    }
+
+    /// Converts into the stored, public form.
+    pub fn to_job_error(&self) -> JobError {
+        let mut error = JobError::new(self.code(), self.to_string());
+        error.transient = self.is_transient();
+        match self {
+            Error::HttpStatus { status, retry_after } => {
+                error.status = Some(*status);
+                error.retry_after = *retry_after;
+            }
+            Error::BlockPage(page) => error.evidence = Some(page.evidence.clone()),
+            _ => {}
+        }
+        error
+    }
+}
+
+/// What the bytes are, whatever the label says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Html,
+    /// Plain text or markdown: normalised like extracted text.
+    Text,
+    /// JSON, XML, CSV and other structured text: passed through as is.
+    Data,
+    Pdf,
+    Binary(&'static str),
+}
+
+/// Fetches and extracts one page.
+pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
+    let started = Instant::now();
+    let url = deps.client.parse_url(&job.url)?;
+    let response = deps.client.get(&url, None).await?;
+    let fetched_at = jiff::Timestamp::now().to_string();
+    let label = response
+        .content_type()
+        .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let kind = judge_kind(&label, &response.body);
+    let status = response.status;
+    if status >= 400 && kind != Kind::Html {
+        return Err(status_error(&response));
+    }
+    let mut warnings: Vec<String> = Vec::new();
+    let (content_type, extracted) = match kind {
+        Kind::Binary(what) => {
+            let shown = if label.is_empty() { what.to_owned() } else { format!("{label} ({what})") };
+            return Err(Error::UnsupportedContentType(shown));
+        }
+        Kind::Pdf => {
+            let raw = response.body.clone();
+            let text = spawn_extraction(deps, move || pdf::pdf_to_text(&raw).map_err(Error::from)).await?;
+            ("application/pdf".to_owned(), passthrough(text, Extractor::Pdf))
+        }
+        Kind::Text | Kind::Data => {
+            let decoded = charset::decode(&response.body, response.content_type(), false);
+            warnings.extend(decoded.warning);
+            let text = if kind == Kind::Text {
+                extract::normalize_text(&decoded.text)
+            } else {
+                decoded.text
+            };
+            (label.clone(), passthrough(text, Extractor::Passthrough))
+        }
+        Kind::Html => {
+            if !matches!(label.as_str(), "text/html" | "application/xhtml+xml") {
+                warnings.push(format!("labelled {:?} but the body is html", label));
+            }
+            let decoded = charset::decode(&response.body, response.content_type(), true);
+            warnings.extend(decoded.warning);
+            let page_url = response.final_url.clone();
+            let format = job.extract;
+            let html = decoded.text;
+            let (extracted, block) = spawn_extraction(deps, move || {
+                let extracted = extract::extract_html(&html, &page_url, format)
+                    .map_err(|error| Error::Extraction(error.to_string()))?;
+                let block = blockpage::detect(status, &html, &extracted);
+                Ok((extracted, block))
+            })
+            .await?;
+            if let Some(block) = block {
+                return Err(Error::BlockPage(block));
+            }
+            if status >= 400 {
+                return Err(status_error(&response));
+            }
+            ("text/html".to_owned(), extracted)
+        }
+    };
+    warnings.extend(extracted.warning.clone());
+    let final_url = response.final_url.to_string();
+    let info = PageInfo {
+        url: url.to_string(),
+        final_url,
+        status,
+        content_type,
+        title: extracted.title,
+        extractor: extracted.extractor,
+        warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+        links: extracted.links,
+        meta: Meta {
+            lang: extracted.meta.lang.or_else(|| response.header("content-language").map(str::to_owned)),
+            ..extracted.meta
+        },
+        outline: extracted.outline,
+        format: job.extract,
+        fetched_at,
+        took_ms: started.elapsed().as_millis() as u64,
+    };
+    let headers = response
+        .headers
+        .iter()
+        .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect();
+    Ok(Fetched {
+        info,
+        text: extracted.text,
+        raw: response.body,
+        headers,
+    })
+}
+
+/// Builds the closed job result from a page's description and whole text.
+pub fn build_result(
+    info: &PageInfo,
+    text: &str,
+    page_id: &str,
+    content_hash: &str,
+    cached: bool,
+    max_chars: usize,
+) -> FetchResult {
+    let raw_length = text.chars().count();
+    let shown = truncate_chars(text, max_chars);
+    let length = shown.chars().count();
+    let final_url = if info.final_url.len() > 2_048 {
+        info.url.clone()
+    } else {
+        info.final_url.clone()
+    };
+    FetchResult {
+        url: info.url.clone(),
+        final_url,
+        status: info.status,
+        content_type: info.content_type.clone(),
+        title: info.title.as_deref().map(|title| truncate_chars(title, 256).to_owned()),
+        extractor: info.extractor,
+        warning: info.warning.as_deref().map(|warning| truncate_chars(warning, 256).to_owned()),
+        cached,
+        content: Content {
+            text: shown.to_owned(),
+            length,
+            raw_length,
+            truncated: length < raw_length,
+            fetched_at: info.fetched_at.clone(),
+            took_ms: if cached { 0 } else { info.took_ms },
+        },
+        links: info.links.clone(),
+        meta: info.meta.clone(),
+        page_id: page_id.to_owned(),
+        content_hash: content_hash.to_owned(),
+    }
+}
+
+/// Returns the longest prefix of `text` with at most `max` characters.
+pub fn truncate_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((index, _)) => &text[..index],
+        None => text,
+    }
+}
+
+fn passthrough(text: String, extractor: Extractor) -> extract::Extracted {
+    extract::Extracted {
+        title: None,
+        body_chars: text.len(),
+        text,
+        extractor,
+        warning: None,
+        links: Vec::new(),
+        meta: Meta::default(),
+        outline: Vec::new(),
+    }
+}
+
+/// Runs CPU-bound extraction on a blocking thread under the extraction time limit. A panic
+/// inside a parser becomes an error: one bad page must not take the worker down.
+async fn spawn_extraction<T, F>(deps: &Deps, work: F) -> Result<T, Error>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, Error> + Send + 'static,
+{
+    let seconds = deps.config.extraction_timeout_secs;
+    let handle = tokio::task::spawn_blocking(work);
+    match tokio::time::timeout(Duration::from_secs(seconds), handle).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(join_error)) => Err(Error::Extraction(format!("extractor crashed: {join_error}"))),
+        // The thread runs on to completion in the background; its output is dropped.
+        Err(_) => Err(Error::ExtractionTimeout { seconds }),
+    }
+}
+
+fn status_error(response: &web::Response) -> Error {
+    let retry_after = response
+        .header("retry-after")
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    Error::HttpStatus {
+        status: response.status,
+        retry_after,
+    }
+}
+
+/// Decides what the body is from its label and its first bytes. Labels lie: images served as
+/// text/html, HTML served as octet-stream or unlabelled.
+fn judge_kind(label: &str, body: &[u8]) -> Kind {
+    let head = &body[..body.len().min(1024)];
+    if let Some(magic) = binary_magic(head) {
+        return if magic == "pdf" { Kind::Pdf } else { Kind::Binary(magic) };
+    }
+    match label {
+        "text/html" | "application/xhtml+xml" => Kind::Html,
+        "application/pdf" => Kind::Pdf,
+        "text/plain" | "text/markdown" | "text/x-markdown" => Kind::Text,
+        "" | "application/octet-stream" | "binary/octet-stream" => {
+            if looks_like_html(head) {
+                Kind::Html
+            } else if head.contains(&0) {
+                Kind::Binary("binary data")
+            } else if std::str::from_utf8(head).is_ok() && !head.is_empty() {
+                Kind::Text
+            } else {
+                Kind::Binary("binary data")
+            }
+        }
+        other if other.starts_with("text/")
+            || other == "application/json"
+            || other.ends_with("+json")
+            || other == "application/xml"
+            || other.ends_with("+xml")
+            || other == "application/javascript" =>
+        {
+            Kind::Data
+        }
+        _ => Kind::Binary("not text"),
+    }
+}
+
+fn binary_magic(head: &[u8]) -> Option<&'static str> {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"%PDF-", "pdf"),
+        (b"\x89PNG\r\n\x1a\n", "png image"),
+        (b"\xff\xd8\xff", "jpeg image"),
+        (b"GIF87a", "gif image"),
+        (b"GIF89a", "gif image"),
+        (b"RIFF", "riff media"),
+        (b"PK\x03\x04", "zip archive"),
+        (b"\x1f\x8b", "gzip data"),
+        (b"\x00\x00\x01\x00", "icon"),
+        (b"\x7fELF", "executable"),
+        (b"wOFF", "web font"),
+        (b"wOF2", "web font"),
+    ];
+    MAGIC
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|(_, what)| *what)
+}
+
+fn looks_like_html(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().to_ascii_lowercase();
+    text.starts_with("<!doctype html") || text.starts_with("<html") || text.starts_with("<head")
+}
+
+/// Converts a URL given by a user into its checked form, or the public error.
+pub fn check_url(client: &web::Client, input: &str) -> Result<Url, JobError> {
+    client
+        .parse_url(input)
+        .map_err(|error| Error::Web(error).to_job_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_that_lie_are_sniffed() {
+        assert_eq!(judge_kind("text/html", b"\x89PNG\r\n\x1a\nrest"), Kind::Binary("png image"));
+        assert_eq!(judge_kind("application/octet-stream", b"<!DOCTYPE html><p>x"), Kind::Html);
+        assert_eq!(judge_kind("", b"  <html><body>x"), Kind::Html);
+        assert_eq!(judge_kind("text/html", b"%PDF-1.7"), Kind::Pdf);
+        assert_eq!(judge_kind("application/json", b"{}"), Kind::Data);
+        assert_eq!(judge_kind("image/webp", b"RIFF...."), Kind::Binary("riff media"));
+        assert_eq!(judge_kind("application/zip", b"not magic"), Kind::Binary("not text"));
+    }
+
+    #[test]
+    fn results_truncate_by_characters_and_cap_long_fields() {
+        let info = PageInfo {
+            url: "https://a.test/".into(),
+            final_url: format!("https://a.test/{}", "x".repeat(3_000)),
+            status: 200,
+            content_type: "text/html".into(),
+            title: Some("é".repeat(300)),
+            extractor: Extractor::Readability,
+            warning: None,
+            links: vec![],
+            meta: Meta::default(),
+            outline: vec![],
+            format: Format::Markdown,
+            fetched_at: "2026-01-01T00:00:00Z".into(),
+            took_ms: 12,
+        };
+        let result = build_result(&info, "ééééé", "p1", "h1", false, 3);
+        assert_eq!(result.content.text, "ééé");
+        assert_eq!((result.content.length, result.content.raw_length), (3, 5));
+        assert!(result.content.truncated);
+        assert_eq!(result.final_url, "https://a.test/");
+        assert_eq!(result.title.expect("title").chars().count(), 256);
+        let cached = build_result(&info, "ab", "p1", "h1", true, 10);
+        assert!(!cached.content.truncated);
+        assert_eq!(cached.content.took_ms, 0);
+    }
+
+    #[test]
+    fn server_errors_are_transient_client_errors_are_not() {
+        let error = |status| Error::HttpStatus { status, retry_after: None };
+        assert!(error(503).is_transient());
+        assert!(error(429).is_transient());
+        assert!(!error(404).is_transient());
+        assert_eq!(error(404).to_job_error().status, Some(404));
+    }
+}

@@ -1,0 +1,365 @@
+//! The job contract shared by producers (CLI, API) and consumers (the runner and the pools):
+//! job kinds with their stable JSON form (`{"kind": "fetch", ...}`), their results, and the
+//! public error codes every failure maps to.
+//!
+//! Not here: how jobs are queued or stored (`trawl::queue`, `trawl::store`), nor the work itself
+//! (`fetch`, `web`).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A unit of work as it travels through the queue: options and URLs, never page bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Job {
+    /// One URL over plain HTTP, extracted to markdown, text or HTML.
+    Fetch(FetchJob),
+}
+
+impl Job {
+    /// Returns the job kind as its snake_case name (`"fetch"`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Fetch(_) => "fetch",
+        }
+    }
+
+    /// Returns the URL the job is about, for logs and summaries.
+    pub fn url(&self) -> &str {
+        match self {
+            Job::Fetch(job) => &job.url,
+        }
+    }
+}
+
+/// What a fetch job returns as its main text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Readability article converted to markdown (the default).
+    #[default]
+    Markdown,
+    /// Readability article as plain text, paragraphs separated by blank lines.
+    Text,
+    /// Readability article as cleaned HTML.
+    Html,
+}
+
+impl Format {
+    /// Returns the snake_case name of the format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Markdown => "markdown",
+            Format::Text => "text",
+            Format::Html => "html",
+        }
+    }
+}
+
+/// Fetch one URL over plain HTTP (no JavaScript) and extract its main content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchJob {
+    /// The http or https URL to fetch.
+    pub url: String,
+    /// The output format of `content.text`.
+    #[serde(default)]
+    pub extract: Format,
+    /// Characters of `content.text` returned in the result (the whole text is always stored);
+    /// `None` takes the configured default, and any value is bounded by the configured cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    /// Seconds a stored page of the same URL and options may be served instead of fetching;
+    /// `Some(0)` bypasses the cache for reading and writing, `None` takes the configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<u64>,
+    /// Whether the page goes on to the archive (index and WARC) once stored.
+    #[serde(default)]
+    pub archive: bool,
+}
+
+impl FetchJob {
+    /// Returns a fetch job for `url` with every option at its default.
+    pub fn new(url: impl Into<String>) -> Self {
+        FetchJob {
+            url: url.into(),
+            extract: Format::default(),
+            max_chars: None,
+            cache_ttl: None,
+            archive: false,
+        }
+    }
+}
+
+/// How the main content was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Extractor {
+    /// Readability found an article.
+    Readability,
+    /// No article was found: the whole body was converted (a warning says so).
+    Fallback,
+    /// The response was already text (plain text, markdown, JSON) and passed through.
+    Passthrough,
+    /// Text extracted from a PDF, with page markers.
+    Pdf,
+}
+
+/// The closed result of a fetch job (design §2 fetch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchResult {
+    /// The URL as requested.
+    pub url: String,
+    /// The URL after redirects (the requested URL when the final one exceeds 2,048 chars).
+    pub final_url: String,
+    /// HTTP status of the final response.
+    pub status: u16,
+    /// Content type of the final response, without parameters.
+    pub content_type: String,
+    /// Page title, at most 256 chars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// How the content was extracted.
+    pub extractor: Extractor,
+    /// Something the caller should know about the content, at most 256 chars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// True when served from the page cache without fetching.
+    pub cached: bool,
+    /// The extracted content (possibly truncated; the whole text is stored).
+    pub content: Content,
+    /// Absolute, normalised links found in the page, in document order, without duplicates.
+    pub links: Vec<String>,
+    /// Metadata from the page head.
+    pub meta: Meta,
+    /// Id of the stored page; `trawl read` and `GET /v1/pages` read the whole text.
+    pub page_id: String,
+    /// sha256 of the whole extracted text, hex.
+    pub content_hash: String,
+}
+
+/// The extracted text and its accounting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Content {
+    /// The text, cut at `max_chars` characters.
+    pub text: String,
+    /// Characters in `text`.
+    pub length: usize,
+    /// Characters in the whole extracted text.
+    pub raw_length: usize,
+    /// True when `text` is shorter than the whole text.
+    pub truncated: bool,
+    /// When the page was fetched (RFC 3339, UTC).
+    pub fetched_at: String,
+    /// Milliseconds the fetch and extraction took (0 when cached).
+    pub took_ms: u64,
+}
+
+/// Metadata read from the page head (and JSON-LD where the head lacks it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// `<meta name="description">` or its Open Graph equivalent.
+    pub description: Option<String>,
+    /// Language from `<html lang>` or `Content-Language`.
+    pub lang: Option<String>,
+    /// The absolute `rel=canonical` URL.
+    pub canonical: Option<String>,
+    /// Publication date as the page states it.
+    pub published: Option<String>,
+    /// Author or byline.
+    pub author: Option<String>,
+}
+
+/// The public, snake_case name of every way a job can fail. Job results, API bodies and
+/// metrics labels all use these names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The input is not a URL, or has raw control characters, or a bad port.
+    InvalidUrl,
+    /// A scheme other than http or https.
+    UnsupportedScheme,
+    /// The SSRF guard refused the destination (the message names the reason).
+    BlockedDestination,
+    /// The host name did not resolve.
+    DnsError,
+    /// The TCP connection failed (refused, reset, unreachable).
+    ConnectError,
+    /// The TLS handshake failed (bad certificate, protocol).
+    TlsError,
+    /// More redirects than allowed.
+    TooManyRedirects,
+    /// A redirect led back to a URL already visited.
+    RedirectLoop,
+    /// A redirect status without a usable Location header.
+    RedirectMissingLocation,
+    /// The total time, the connect time or the idle read time ran out.
+    Timeout,
+    /// The decoded body is larger than the byte limit.
+    TooLarge,
+    /// The response headers are too large or too many.
+    HeadersTooLarge,
+    /// The server answered with an error status.
+    HttpStatus,
+    /// The server broke the HTTP protocol (malformed response, body shorter than announced).
+    ProtocolError,
+    /// The content type cannot be extracted (images, archives, unknown binaries).
+    UnsupportedContentType,
+    /// The site answered with an anti-bot challenge, captcha or access-denied page.
+    BlockedBySite,
+    /// The page is a login wall.
+    LoginRequired,
+    /// The page has no readable content (an empty page or a JavaScript app shell).
+    EmptyContent,
+    /// The document could not be parsed or extracted.
+    ExtractionFailed,
+    /// Extraction exceeded its time or nesting limit.
+    ExtractionLimit,
+    /// The job was cancelled before it ended.
+    Cancelled,
+    /// The job's worker died on every attempt (a poison job).
+    WorkerLost,
+    /// A fault inside trawl (store or queue unavailable); details are in the logs.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Returns the snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidUrl => "invalid_url",
+            ErrorCode::UnsupportedScheme => "unsupported_scheme",
+            ErrorCode::BlockedDestination => "blocked_destination",
+            ErrorCode::DnsError => "dns_error",
+            ErrorCode::ConnectError => "connect_error",
+            ErrorCode::TlsError => "tls_error",
+            ErrorCode::TooManyRedirects => "too_many_redirects",
+            ErrorCode::RedirectLoop => "redirect_loop",
+            ErrorCode::RedirectMissingLocation => "redirect_missing_location",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::HeadersTooLarge => "headers_too_large",
+            ErrorCode::HttpStatus => "http_status",
+            ErrorCode::ProtocolError => "protocol_error",
+            ErrorCode::UnsupportedContentType => "unsupported_content_type",
+            ErrorCode::BlockedBySite => "blocked_by_site",
+            ErrorCode::LoginRequired => "login_required",
+            ErrorCode::EmptyContent => "empty_content",
+            ErrorCode::ExtractionFailed => "extraction_failed",
+            ErrorCode::ExtractionLimit => "extraction_limit",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::WorkerLost => "worker_lost",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// Every code, in declaration order (for documentation and tests).
+    pub const ALL: [ErrorCode; 23] = [
+        ErrorCode::InvalidUrl,
+        ErrorCode::UnsupportedScheme,
+        ErrorCode::BlockedDestination,
+        ErrorCode::DnsError,
+        ErrorCode::ConnectError,
+        ErrorCode::TlsError,
+        ErrorCode::TooManyRedirects,
+        ErrorCode::RedirectLoop,
+        ErrorCode::RedirectMissingLocation,
+        ErrorCode::Timeout,
+        ErrorCode::TooLarge,
+        ErrorCode::HeadersTooLarge,
+        ErrorCode::HttpStatus,
+        ErrorCode::ProtocolError,
+        ErrorCode::UnsupportedContentType,
+        ErrorCode::BlockedBySite,
+        ErrorCode::LoginRequired,
+        ErrorCode::EmptyContent,
+        ErrorCode::ExtractionFailed,
+        ErrorCode::ExtractionLimit,
+        ErrorCode::Cancelled,
+        ErrorCode::WorkerLost,
+        ErrorCode::Internal,
+    ];
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure as stored and shown: the public code, a human message, and whether trying again
+/// later may succeed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobError {
+    /// The public error code.
+    pub code: ErrorCode,
+    /// What went wrong, in lowercase words, with the URL's origin at most (never secrets).
+    pub message: String,
+    /// HTTP status, for `http_status`, `blocked_by_site` and friends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// What gave a block page away (`blocked_by_site`, `login_required`, `empty_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// True when a later attempt may succeed (timeouts, resets, 5xx, 429).
+    #[serde(default)]
+    pub transient: bool,
+    /// Seconds the server asked to wait before trying again (Retry-After).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+}
+
+impl JobError {
+    /// Returns an error with `code` and `message`, neither transient nor with details.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        JobError {
+            code,
+            message: message.into(),
+            status: None,
+            evidence: None,
+            transient: false,
+            retry_after: None,
+        }
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for JobError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_json_form_is_tagged_by_kind() {
+        let job: Job = serde_json::from_str(r#"{"kind":"fetch","url":"https://example.com/"}"#)
+            .expect("valid job");
+        assert_eq!(job, Job::Fetch(FetchJob::new("https://example.com/")));
+        let json = serde_json::to_value(&job).expect("serialises");
+        assert_eq!(json["kind"], "fetch");
+        assert_eq!(json["extract"], "markdown");
+    }
+
+    #[test]
+    fn unknown_fields_and_kinds_are_refused() {
+        assert!(serde_json::from_str::<Job>(r#"{"kind":"fetch","url":"x","nope":1}"#).is_err());
+        assert!(serde_json::from_str::<Job>(r#"{"kind":"teleport","url":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn error_codes_serialise_as_their_names() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_string(&code).expect("serialises");
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+        }
+    }
+}

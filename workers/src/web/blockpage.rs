@@ -1,0 +1,186 @@
+//! Recognises pages that are not content: anti-bot challenges and captchas, access-denied
+//! pages, login walls, and empty or JavaScript-only shells. Such a page must end as a typed
+//! outcome with its evidence, never be stored as if it were the page's text.
+//!
+//! Not here: getting past them (a browser render may, later; trawl never solves captchas).
+
+use crate::job::ErrorCode;
+use crate::web::extract::Extracted;
+
+/// Visible text below which a page counts as short enough to be a wall or a shell.
+const SHORT_PAGE_CHARS: usize = 2_000;
+
+/// Extracted text below which a page has no readable content.
+const EMPTY_CHARS: usize = 40;
+
+/// A page that is a wall, not content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockPage {
+    /// `blocked_by_site`, `login_required` or `empty_content`.
+    pub code: ErrorCode,
+    /// What gave it away, for the caller to judge.
+    pub evidence: String,
+}
+
+/// Markers only anti-bot challenges carry: one is enough.
+const CHALLENGE_MARKERS: &[(&str, &str)] = &[
+    ("_cf_chl_opt", "cloudflare challenge script"),
+    ("/cdn-cgi/challenge-platform/", "cloudflare challenge platform"),
+    ("cf-turnstile", "cloudflare turnstile widget"),
+    ("cf-browser-verification", "cloudflare browser verification"),
+    ("captcha-delivery.com", "datadome captcha"),
+    ("px-captcha", "perimeterx captcha"),
+    ("_incapsula_resource", "imperva incapsula challenge"),
+    ("ddos-guard", "ddos-guard challenge"),
+    ("sucuri website firewall", "sucuri firewall"),
+    ("awswaf", "aws waf challenge"),
+];
+
+/// Markers that mean a challenge only on a short page (legitimate pages embed captchas in
+/// comment forms, and say "access denied" in articles).
+const SHORT_PAGE_MARKERS: &[(&str, &str)] = &[
+    ("g-recaptcha", "recaptcha widget"),
+    ("h-captcha", "hcaptcha widget"),
+    ("hcaptcha.com", "hcaptcha widget"),
+    ("verify you are human", "\"verify you are human\""),
+    ("verify you are a human", "\"verify you are a human\""),
+    ("are you a robot", "\"are you a robot\""),
+    ("unusual traffic", "\"unusual traffic\""),
+    ("just a moment...", "\"just a moment...\" interstitial"),
+    ("access denied", "\"access denied\""),
+    ("request blocked", "\"request blocked\""),
+    ("enable cookies", "\"enable cookies\""),
+];
+
+const LOGIN_PHRASES: &[&str] = &[
+    "sign in",
+    "log in",
+    "login",
+    "signin",
+    "subscribe to continue",
+    "create an account",
+];
+
+const SHELL_MARKERS: &[(&str, &str)] = &[
+    ("id=\"root\"", "app root <div id=\"root\">"),
+    ("id=\"app\"", "app root <div id=\"app\">"),
+    ("id=\"__next\"", "next.js root"),
+    ("id=\"__nuxt\"", "nuxt root"),
+    ("ng-app", "angular app"),
+    ("ng-version", "angular app"),
+];
+
+/// Judges a fetched HTML page from its status, its HTML and what extraction found.
+pub fn detect(status: u16, html: &str, extracted: &Extracted) -> Option<BlockPage> {
+    let suspicious_status = matches!(status, 401 | 403 | 429 | 503);
+    let short = extracted.body_chars < SHORT_PAGE_CHARS;
+    if !short && !suspicious_status {
+        return None;
+    }
+    // Lowercasing is only paid on short or refused pages.
+    let lower = html.to_ascii_lowercase();
+    if let Some((_, what)) = CHALLENGE_MARKERS.iter().find(|(marker, _)| lower.contains(marker)) {
+        return Some(BlockPage {
+            code: ErrorCode::BlockedBySite,
+            evidence: format!("{what} (status {status})"),
+        });
+    }
+    if short
+        && let Some((_, what)) = SHORT_PAGE_MARKERS.iter().find(|(marker, _)| lower.contains(marker))
+    {
+        return Some(BlockPage {
+            code: ErrorCode::BlockedBySite,
+            evidence: format!("{what} on a short page (status {status})"),
+        });
+    }
+    let has_password = lower.contains("type=\"password\"")
+        || lower.contains("type='password'")
+        || lower.contains("type=password");
+    let text_lower = extracted.text.to_lowercase();
+    let title_lower = extracted.title.as_deref().unwrap_or_default().to_lowercase();
+    if status == 401
+        || (short
+            && has_password
+            && LOGIN_PHRASES
+                .iter()
+                .any(|phrase| text_lower.contains(phrase) || title_lower.contains(phrase)))
+    {
+        return Some(BlockPage {
+            code: ErrorCode::LoginRequired,
+            evidence: if status == 401 {
+                "status 401".to_owned()
+            } else {
+                "password form on a short page asking to sign in".to_owned()
+            },
+        });
+    }
+    if extracted.text.chars().filter(|c| !c.is_whitespace()).count() < EMPTY_CHARS {
+        let scripts = lower.matches("<script").count();
+        let shell = SHELL_MARKERS.iter().find(|(marker, _)| lower.contains(marker));
+        let noscript = lower.contains("<noscript") && lower.contains("javascript");
+        let evidence = match (shell, noscript) {
+            (Some((_, what)), _) => format!("{what} with {scripts} scripts and no text"),
+            (None, true) => format!("a noscript wall asking for javascript, {scripts} scripts"),
+            (None, false) if scripts > 0 => format!("no text, {scripts} scripts"),
+            (None, false) => "no text in the page".to_owned(),
+        };
+        return Some(BlockPage {
+            code: ErrorCode::EmptyContent,
+            evidence,
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Extractor, Meta};
+
+    fn extracted(text: &str, body_chars: usize) -> Extracted {
+        Extracted {
+            title: None,
+            text: text.to_owned(),
+            extractor: Extractor::Readability,
+            warning: None,
+            links: Vec::new(),
+            meta: Meta::default(),
+            outline: Vec::new(),
+            body_chars,
+        }
+    }
+
+    #[test]
+    fn challenge_markers_block_even_with_some_text() {
+        let html = "<html><script>window._cf_chl_opt={}</script>Checking your browser</html>";
+        let verdict = detect(403, html, &extracted("Checking your browser before access", 40));
+        assert_eq!(verdict.expect("blocked").code, ErrorCode::BlockedBySite);
+    }
+
+    #[test]
+    fn captcha_widgets_on_long_articles_are_not_blocks() {
+        let html = "<div class=\"g-recaptcha\"></div>";
+        let article = "word ".repeat(1_000);
+        assert!(detect(200, html, &extracted(&article, 5_000)).is_none());
+        let verdict = detect(200, html, &extracted("Please verify you are a human", 30));
+        assert_eq!(verdict.expect("blocked").code, ErrorCode::BlockedBySite);
+    }
+
+    #[test]
+    fn login_walls_and_shells_are_named() {
+        let html = "<form><input type=\"password\"></form>";
+        let verdict = detect(200, html, &extracted("Sign in to continue reading this story", 60));
+        assert_eq!(verdict.expect("wall").code, ErrorCode::LoginRequired);
+
+        let html = "<div id=\"root\"></div><script src=a.js></script><script src=b.js></script>";
+        let verdict = detect(200, html, &extracted("", 0)).expect("shell");
+        assert_eq!(verdict.code, ErrorCode::EmptyContent);
+        assert!(verdict.evidence.contains("2 scripts"));
+    }
+
+    #[test]
+    fn short_real_pages_pass() {
+        let text = "A short note about the weather today, with enough words to read.";
+        assert!(detect(200, "<p>note</p>", &extracted(text, 70)).is_none());
+    }
+}

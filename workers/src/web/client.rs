@@ -1,0 +1,553 @@
+//! The SSRF-guarded HTTP client: every hop's URL is checked before the request, every DNS
+//! answer is checked inside the resolver (so the address connected to is the address checked),
+//! redirects are followed by hand, and bytes, time and headers are bounded.
+//!
+//! Not here: what to do with the body (`web::extract`, `fetch`), nor retries (the runner
+//! decides those from `Error::is_transient`).
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::dns::{Dns, GuardedResolver, ResolveFailure};
+use super::ssrf::{BlockReason, Policy, UrlError};
+use crate::job::ErrorCode;
+
+/// Limits and identity of outgoing requests. Every field is a `trawl.toml` key under `[http]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// User-Agent sent with every request (Chrome-like by default: many sites serve bots less).
+    pub user_agent: String,
+    /// Accept-Language sent with every request.
+    pub accept_language: String,
+    /// Largest decoded body accepted, in bytes (after gzip/br/deflate/zstd decompression).
+    /// Bounded to 1,000..=50,000,000.
+    pub max_bytes: u64,
+    /// Total time for one fetch, redirects included, in seconds.
+    pub timeout_secs: u64,
+    /// Time to establish a connection (TCP and TLS), in seconds.
+    pub connect_timeout_secs: u64,
+    /// Longest wait for the next bytes once connected (slow-drip defence), in seconds.
+    pub read_timeout_secs: u64,
+    /// Redirects followed before `too_many_redirects` (at most 10).
+    pub max_redirects: usize,
+    /// Most response headers accepted (HTTP/1); the head is also capped at ~400 KiB by hyper.
+    pub max_headers: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            user_agent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+                         Chrome/131.0.0.0 Safari/537.36"
+                .to_owned(),
+            accept_language: "en-US,en;q=0.9".to_owned(),
+            max_bytes: 750_000,
+            timeout_secs: 30,
+            connect_timeout_secs: 10,
+            read_timeout_secs: 10,
+            max_redirects: 3,
+            max_headers: 256,
+        }
+    }
+}
+
+/// The smallest and largest `max_bytes` a configuration may set.
+pub const MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=50_000_000;
+
+impl Config {
+    /// Checks the values against their fixed bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if !MAX_BYTES_RANGE.contains(&self.max_bytes) {
+            return Err(format!(
+                "http.max_bytes = {} is outside {}..={}",
+                self.max_bytes,
+                MAX_BYTES_RANGE.start(),
+                MAX_BYTES_RANGE.end()
+            ));
+        }
+        if self.max_redirects > 10 {
+            return Err(format!("http.max_redirects = {} is above 10", self.max_redirects));
+        }
+        for (name, secs) in [
+            ("timeout_secs", self.timeout_secs),
+            ("connect_timeout_secs", self.connect_timeout_secs),
+            ("read_timeout_secs", self.read_timeout_secs),
+        ] {
+            if secs == 0 || secs > 600 {
+                return Err(format!("http.{name} = {secs} is outside 1..=600"));
+            }
+        }
+        if self.max_headers == 0 {
+            return Err("http.max_headers must be at least 1".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// What went wrong while fetching, in trawl's terms.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The URL is not acceptable before any network use.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// A DNS answer (or a connected address) was refused by the SSRF guard.
+    #[error("connection to {host} refused by ssrf guard: {reason}")]
+    Blocked {
+        /// The host name or address.
+        host: String,
+        /// Why it was refused.
+        reason: BlockReason,
+    },
+    /// The name did not resolve.
+    #[error("dns lookup of {host} failed: {message}")]
+    Dns {
+        /// The host name.
+        host: String,
+        /// The resolver's words.
+        message: String,
+    },
+    /// The connection failed.
+    #[error("connect failed: {0}")]
+    Connect(String),
+    /// The TLS handshake failed.
+    #[error("tls failed: {0}")]
+    Tls(String),
+    /// More redirects than allowed.
+    #[error("more than {limit} redirects")]
+    TooManyRedirects {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// A redirect back to a URL already visited.
+    #[error("redirect loop back to {url}")]
+    RedirectLoop {
+        /// The URL seen twice.
+        url: String,
+    },
+    /// A redirect status without a usable Location.
+    #[error("redirect status {status} without a usable location")]
+    MissingLocation {
+        /// The redirect status.
+        status: u16,
+    },
+    /// A time limit ran out.
+    #[error("{phase} timed out after {seconds} s")]
+    Timeout {
+        /// `total`, `connect` or `read`.
+        phase: &'static str,
+        /// The limit that ran out.
+        seconds: u64,
+    },
+    /// The decoded body exceeded the byte limit.
+    #[error("body larger than {limit} bytes (after decompression)")]
+    TooLarge {
+        /// The configured limit.
+        limit: u64,
+    },
+    /// The response head exceeded the header limits.
+    #[error("response headers too large or too many")]
+    HeadersTooLarge,
+    /// The server broke the protocol (bad status line, short body, bad compression).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl Error {
+    /// Returns the public error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Url(UrlError::UnsupportedScheme(_)) => ErrorCode::UnsupportedScheme,
+            Error::Url(UrlError::Blocked { .. }) | Error::Blocked { .. } => {
+                ErrorCode::BlockedDestination
+            }
+            Error::Url(_) => ErrorCode::InvalidUrl,
+            Error::Dns { .. } => ErrorCode::DnsError,
+            Error::Connect(_) => ErrorCode::ConnectError,
+            Error::Tls(_) => ErrorCode::TlsError,
+            Error::TooManyRedirects { .. } => ErrorCode::TooManyRedirects,
+            Error::RedirectLoop { .. } => ErrorCode::RedirectLoop,
+            Error::MissingLocation { .. } => ErrorCode::RedirectMissingLocation,
+            Error::Timeout { .. } => ErrorCode::Timeout,
+            Error::TooLarge { .. } => ErrorCode::TooLarge,
+            Error::HeadersTooLarge => ErrorCode::HeadersTooLarge,
+            Error::Protocol(_) => ErrorCode::ProtocolError,
+        }
+    }
+
+    /// True when the same request may succeed later: timeouts, failed connections, broken
+    /// transfers and DNS failures (which are often brief). Policy refusals, limits and
+    /// malformed URLs are permanent.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Dns { .. } | Error::Connect(_) | Error::Timeout { .. } | Error::Protocol(_)
+        )
+    }
+
+    /// Returns the SSRF reason when the guard refused the destination (a metrics label).
+    pub fn block_reason(&self) -> Option<BlockReason> {
+        match self {
+            Error::Url(UrlError::Blocked { reason, .. }) | Error::Blocked { reason, .. } => {
+                Some(*reason)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A response whose body has been read whole within the limits.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The URL after redirects.
+    pub final_url: Url,
+    /// The HTTP status of the final response.
+    pub status: u16,
+    /// The final response's headers.
+    pub headers: HeaderMap,
+    /// The decoded body (content-encoding removed).
+    pub body: Bytes,
+    /// The address the final response came from.
+    pub remote_addr: Option<SocketAddr>,
+    /// Every URL requested, the first one included, in order.
+    pub hops: Vec<Url>,
+}
+
+impl Response {
+    /// Returns the Content-Type header value, if any and valid UTF-8.
+    pub fn content_type(&self) -> Option<&str> {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+    }
+
+    /// Returns a header value as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+}
+
+/// The guarded client. Cheap to clone; share one per process so connections are pooled.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    policy: Arc<Policy>,
+    config: Arc<Config>,
+    /// Addresses a test dial map connects to instead of the checked ones; they are exempt from
+    /// the post-connect re-check because the map itself was checked.
+    dial_targets: Arc<HashSet<IpAddr>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("policy", &self.policy)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Builds a client with the system resolver.
+    pub fn new(config: Config, policy: Policy) -> Result<Self, String> {
+        Self::with_dns(config, policy, Dns::System)
+    }
+
+    /// Builds a client with the given name resolution (a static map in tests).
+    pub fn with_dns(config: Config, policy: Policy, dns: Dns) -> Result<Self, String> {
+        config.validate()?;
+        let policy = Arc::new(policy);
+        let dial_targets = Arc::new(dns.dial_targets());
+        let resolver = GuardedResolver::new(policy.clone(), dns);
+        let mut default_headers = HeaderMap::new();
+        default_headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(
+                "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.7",
+            ),
+        );
+        let accept_language = HeaderValue::from_str(&config.accept_language)
+            .map_err(|_| "http.accept_language is not a valid header value".to_owned())?;
+        default_headers.insert(header::ACCEPT_LANGUAGE, accept_language);
+        let http = reqwest::Client::builder()
+            .user_agent(config.user_agent.clone())
+            .default_headers(default_headers)
+            .dns_resolver(resolver)
+            .redirect(reqwest::redirect::Policy::none())
+            // Proxies resolve names themselves, which would bypass the resolver's checks.
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
+            .read_timeout(Duration::from_secs(config.read_timeout_secs))
+            .http1_max_headers(config.max_headers)
+            .http2_max_header_list_size(256 * 1024)
+            .pool_max_idle_per_host(16)
+            .build()
+            .map_err(|error| format!("cannot build the http client: {error}"))?;
+        Ok(Client {
+            http,
+            policy,
+            config: Arc::new(config),
+            dial_targets,
+        })
+    }
+
+    /// Returns the SSRF policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Returns the limits in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Parses and checks a URL given by a user, without any network use.
+    pub fn parse_url(&self, input: &str) -> Result<Url, Error> {
+        Ok(self.policy.parse_url(input)?)
+    }
+
+    /// GETs `url`, following redirects by hand, with `max_bytes` as the body limit (the
+    /// configured limit when `None`). Any status is returned; only transport and policy
+    /// failures are errors.
+    pub async fn get(&self, url: &Url, max_bytes: Option<u64>) -> Result<Response, Error> {
+        let total = Duration::from_secs(self.config.timeout_secs);
+        let limit = max_bytes.unwrap_or(self.config.max_bytes);
+        match tokio::time::timeout(total, self.get_inner(url, limit)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout {
+                phase: "total",
+                seconds: self.config.timeout_secs,
+            }),
+        }
+    }
+
+    async fn get_inner(&self, url: &Url, limit: u64) -> Result<Response, Error> {
+        let mut current = url.clone();
+        let mut hops: Vec<Url> = Vec::new();
+        loop {
+            self.policy.check_url(&current)?;
+            hops.push(current.clone());
+            let response = self
+                .http
+                .get(current.clone())
+                .send()
+                .await
+                .map_err(|error| self.classify(&current, error))?;
+            let remote_addr = response.remote_addr();
+            if let Some(addr) = remote_addr
+                && !self.dial_targets.contains(&addr.ip())
+                && let Err(reason) = self.policy.check_ip(addr.ip())
+            {
+                // Defence in depth: the resolver already refused such answers.
+                return Err(Error::Blocked {
+                    host: addr.ip().to_string(),
+                    reason,
+                });
+            }
+            let status = response.status().as_u16();
+            if matches!(status, 301 | 302 | 303 | 307 | 308) {
+                let next = redirect_target(&current, response.headers())
+                    .ok_or(Error::MissingLocation { status })?;
+                if hops.iter().any(|seen| same_resource(seen, &next)) {
+                    return Err(Error::RedirectLoop {
+                        url: origin_of(&next),
+                    });
+                }
+                if hops.len() > self.config.max_redirects {
+                    return Err(Error::TooManyRedirects {
+                        limit: self.config.max_redirects,
+                    });
+                }
+                current = next;
+                continue;
+            }
+            let headers = response.headers().clone();
+            let body = self.read_body(response, limit).await?;
+            return Ok(Response {
+                final_url: current,
+                status,
+                headers,
+                body,
+                remote_addr,
+                hops,
+            });
+        }
+    }
+
+    async fn read_body(&self, mut response: reqwest::Response, limit: u64) -> Result<Bytes, Error> {
+        let encoded = response.headers().contains_key(header::CONTENT_ENCODING);
+        if !encoded && response.content_length().is_some_and(|length| length > limit) {
+            return Err(Error::TooLarge { limit });
+        }
+        let url = response.url().clone();
+        let mut body = BytesMut::new();
+        let started = Instant::now();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    // Counted after decompression: reqwest decodes the stream as it reads.
+                    if (body.len() + chunk.len()) as u64 > limit {
+                        return Err(Error::TooLarge { limit });
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "body read failed");
+                    return Err(self.classify(&url, error));
+                }
+            }
+        }
+        Ok(body.freeze())
+    }
+
+    fn classify(&self, url: &Url, error: reqwest::Error) -> Error {
+        let host = url.host_str().unwrap_or_default().to_owned();
+        if let Some(failure) = find_source::<ResolveFailure>(&error) {
+            return match failure {
+                ResolveFailure::Blocked { host, reason } => Error::Blocked {
+                    host: host.clone(),
+                    reason: *reason,
+                },
+                ResolveFailure::Lookup { host, message } => Error::Dns {
+                    host: host.clone(),
+                    message: message.clone(),
+                },
+            };
+        }
+        let chain = error_chain(&error);
+        if error.is_timeout() {
+            let (phase, seconds) = if error.is_connect() {
+                ("connect", self.config.connect_timeout_secs)
+            } else {
+                ("read", self.config.read_timeout_secs)
+            };
+            return Error::Timeout { phase, seconds };
+        }
+        let lower = chain.to_ascii_lowercase();
+        if lower.contains("message head is too large") || lower.contains("too many headers") {
+            return Error::HeadersTooLarge;
+        }
+        if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+            return Error::Tls(format!("{host}: {chain}"));
+        }
+        if error.is_connect() {
+            return Error::Connect(format!("{host}: {chain}"));
+        }
+        Error::Protocol(format!("{host}: {chain}"))
+    }
+}
+
+/// Resolves the Location of a redirect against the current URL.
+fn redirect_target(current: &Url, headers: &HeaderMap) -> Option<Url> {
+    let location = headers.get(header::LOCATION)?.to_str().ok()?.trim();
+    if location.is_empty() {
+        return None;
+    }
+    let mut next = current.join(location).ok()?;
+    next.set_fragment(None);
+    Some(next)
+}
+
+/// True when two URLs name the same resource (fragments aside).
+fn same_resource(a: &Url, b: &Url) -> bool {
+    let mut a = a.clone();
+    a.set_fragment(None);
+    a == *b
+}
+
+/// Returns `scheme://host[:port]`, the most of a URL that goes into messages and logs.
+pub fn origin_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+fn find_source<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(found) = error.downcast_ref::<T>() {
+            return Some(found);
+        }
+        current = error.source();
+    }
+    None
+}
+
+/// Joins an error and its sources, skipping reqwest's own URL-bearing top line.
+fn error_chain(error: &reqwest::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = std::error::Error::source(error);
+    while let Some(source) = current {
+        let text = source.to_string();
+        if !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        current = source.source();
+    }
+    if parts.is_empty() {
+        parts.push(error.without_url_ref().to_string());
+    }
+    parts.join(": ")
+}
+
+trait WithoutUrl {
+    fn without_url_ref(&self) -> String;
+}
+
+impl WithoutUrl for reqwest::Error {
+    fn without_url_ref(&self) -> String {
+        let mut text = self.to_string();
+        if let Some(url) = self.url() {
+            text = text.replace(url.as_str(), &origin_of(url));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_locations_resolve_against_the_current_url() {
+        let current = Url::parse("http://a.test/x/y").expect("url");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::LOCATION, HeaderValue::from_static("../z#frag"));
+        let next = redirect_target(&current, &headers).expect("target");
+        assert_eq!(next.as_str(), "http://a.test/z");
+        headers.insert(header::LOCATION, HeaderValue::from_static("  "));
+        assert!(redirect_target(&current, &headers).is_none());
+    }
+
+    #[test]
+    fn default_config_is_valid_and_bounds_are_enforced() {
+        assert!(Config::default().validate().is_ok());
+        let config = Config {
+            max_bytes: 10,
+            ..Config::default()
+        };
+        assert!(config.validate().is_err());
+        let config = Config {
+            max_redirects: 11,
+            ..Config::default()
+        };
+        assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn only_network_faults_are_transient() {
+        assert!(Error::Timeout { phase: "total", seconds: 30 }.is_transient());
+        assert!(Error::Connect("refused".into()).is_transient());
+        assert!(!Error::TooLarge { limit: 1 }.is_transient());
+        assert!(!Error::RedirectLoop { url: "x".into() }.is_transient());
+        assert_eq!(Error::HeadersTooLarge.code(), ErrorCode::HeadersTooLarge);
+    }
+}

@@ -1,0 +1,22 @@
+//! The web toolbox: the SSRF-guarded client and everything between response bytes and clean
+//! text. `client`: URL in, bounded response out, every hop and every address checked.
+//! `ssrf`: the destination policy. `dns`: resolution behind the policy. `charset`: bytes to
+//! text. `extract`: HTML to main content, links and metadata. `prune`: boilerplate rules
+//! around Readability. `blockpage`: walls, challenges and shells. `pdf`: PDF to text.
+//! `normalize`: URL normalisation.
+//!
+//! Not here: jobs, retries or storage; this module knows nothing of queues.
+
+pub mod blockpage;
+pub mod charset;
+pub mod client;
+pub mod dns;
+pub mod extract;
+pub mod normalize;
+pub mod pdf;
+pub mod prune;
+pub mod ssrf;
+
+pub use client::{Client, Config, Response};
+pub use dns::{Dns, StaticDns};
+pub use ssrf::Policy;
