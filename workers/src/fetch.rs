@@ -257,11 +257,14 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
                 Ok((extracted, block))
             })
             .await?;
-            if let Some(block) = block {
-                return Err(Error::BlockPage(block));
-            }
-            if status >= 400 {
-                return Err(status_error(&response));
+            match block {
+                // An error status with a small page is an error status; a challenge or a
+                // login wall says more than the status does.
+                Some(block) if status < 400 || block.code != ErrorCode::EmptyContent => {
+                    return Err(Error::BlockPage(block));
+                }
+                _ if status >= 400 => return Err(status_error(&response)),
+                _ => {}
             }
             ("text/html".to_owned(), extracted)
         }

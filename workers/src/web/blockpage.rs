@@ -114,15 +114,18 @@ pub fn detect(status: u16, html: &str, extracted: &Extracted) -> Option<BlockPag
             },
         });
     }
-    if extracted.text.chars().filter(|c| !c.is_whitespace()).count() < EMPTY_CHARS {
+    let text_chars = extracted.text.chars().filter(|c| !c.is_whitespace()).count();
+    if text_chars < EMPTY_CHARS {
         let scripts = lower.matches("<script").count();
         let shell = SHELL_MARKERS.iter().find(|(marker, _)| lower.contains(marker));
         let noscript = lower.contains("<noscript") && lower.contains("javascript");
+        // A short page with real words and no app machinery is a short page, not a shell.
         let evidence = match (shell, noscript) {
-            (Some((_, what)), _) => format!("{what} with {scripts} scripts and no text"),
+            (Some((_, what)), _) => format!("{what} with {scripts} scripts and almost no text"),
             (None, true) => format!("a noscript wall asking for javascript, {scripts} scripts"),
-            (None, false) if scripts > 0 => format!("no text, {scripts} scripts"),
-            (None, false) => "no text in the page".to_owned(),
+            (None, false) if text_chars == 0 && scripts > 0 => format!("no text, {scripts} scripts"),
+            (None, false) if text_chars == 0 => "no text in the page".to_owned(),
+            (None, false) => return None,
         };
         return Some(BlockPage {
             code: ErrorCode::EmptyContent,
@@ -182,5 +185,7 @@ mod tests {
     fn short_real_pages_pass() {
         let text = "A short note about the weather today, with enough words to read.";
         assert!(detect(200, "<p>note</p>", &extracted(text, 70)).is_none());
+        let tiny = "<html><body><p>café résumé</p></body></html>";
+        assert!(detect(200, tiny, &extracted("café résumé", 12)).is_none());
     }
 }

@@ -165,6 +165,11 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::Url(UrlError::UnsupportedScheme(_)) => ErrorCode::UnsupportedScheme,
+            // Port 0 is a malformed URL, not a destination.
+            Error::Url(UrlError::Blocked {
+                reason: BlockReason::Port,
+                ..
+            }) => ErrorCode::InvalidUrl,
             Error::Url(UrlError::Blocked { .. }) | Error::Blocked { .. } => {
                 ErrorCode::BlockedDestination
             }

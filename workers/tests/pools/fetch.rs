@@ -1,0 +1,228 @@
+//! The fetch pool end to end against friendly and hostile routes: every failure ends in its
+//! typed code, quickly, and no hostile response takes the process down.
+
+use std::time::{Duration, Instant};
+
+use trawl_workers::fetch::{self, Deps, Fetched};
+use trawl_workers::job::{ErrorCode, Extractor, FetchJob, Format};
+use trawl_workers::testing::{CHARSET_TEXT, CHARSET_TEXT_JA, article_title};
+
+use crate::Site;
+
+fn deps(site: &Site) -> Deps {
+    Deps {
+        client: site.client.clone(),
+        config: fetch::Config::default(),
+    }
+}
+
+async fn fetch_path(site: &Site, path: &str) -> Result<Fetched, fetch::Error> {
+    fetch_with(site, path, Format::Markdown).await
+}
+
+async fn fetch_with(site: &Site, path: &str, format: Format) -> Result<Fetched, fetch::Error> {
+    let job = FetchJob {
+        extract: format,
+        ..FetchJob::new(site.url(path))
+    };
+    fetch::run(&job, &deps(site)).await
+}
+
+async fn code_of(site: &Site, path: &str) -> ErrorCode {
+    match fetch_path(site, path).await {
+        Ok(fetched) => panic!("{path} should fail, got {:?}", fetched.info),
+        Err(error) => error.code(),
+    }
+}
+
+#[tokio::test]
+async fn an_article_becomes_markdown_with_title_links_meta_and_outline() {
+    let site = Site::start().await;
+    let fetched = fetch_path(&site, "/article/1").await.expect("article fetches");
+    let info = &fetched.info;
+    assert_eq!(info.status, 200);
+    assert_eq!(info.extractor, Extractor::Readability);
+    assert_eq!(info.content_type, "text/html");
+    assert!(info.title.as_deref().unwrap_or_default().contains(&article_title(1)), "{:?}", info.title);
+    assert!(fetched.text.contains("## "), "markdown headings kept: {}", &fetched.text[..200.min(fetched.text.len())]);
+    assert!(!info.outline.is_empty());
+    assert!(info.links.iter().all(|link| link.starts_with("http://site.test:")), "{:?}", info.links);
+    assert!(info.links.iter().all(|link| !link.contains('#')));
+    assert_eq!(info.meta.lang.as_deref(), Some("en"));
+    assert!(info.meta.description.is_some());
+    assert!(info.meta.canonical.is_some());
+    assert!(info.meta.published.is_some());
+    assert!(info.meta.author.is_some());
+    assert!(!fetched.text.to_lowercase().contains("cookie"), "the cookie banner is boilerplate");
+    assert!(!fetched.raw.is_empty());
+
+    let text = fetch_with(&site, "/article/1", Format::Text).await.expect("text");
+    assert!(!text.text.contains("## "));
+    let html = fetch_with(&site, "/article/1", Format::Html).await.expect("html");
+    assert!(html.text.contains("<p"));
+}
+
+#[tokio::test]
+async fn requests_look_like_a_browser() {
+    let site = Site::start().await;
+    let fetched = fetch_path(&site, "/echo-headers").await.expect("echo");
+    let headers = fetched.text.to_lowercase();
+    assert!(headers.contains("user-agent: mozilla/5.0"), "{headers}");
+    assert!(headers.contains("chrome/"), "{headers}");
+    assert!(headers.contains("accept-language: en-us"), "{headers}");
+}
+
+#[tokio::test]
+async fn decompression_bombs_stop_at_the_decoded_byte_limit() {
+    let site = Site::start().await;
+    for path in ["/bomb/gzip", "/bomb/br", "/bomb/deflate", "/bomb/zstd", "/bomb/nested"] {
+        let started = Instant::now();
+        let code = code_of(&site, path).await;
+        assert!(
+            matches!(code, ErrorCode::TooLarge | ErrorCode::ProtocolError | ErrorCode::UnsupportedContentType),
+            "{path}: {code}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{path} took {:?}", started.elapsed());
+    }
+    // Plain gzip, br, deflate and zstd must be caught by the limit itself.
+    for path in ["/bomb/gzip", "/bomb/br", "/bomb/deflate", "/bomb/zstd"] {
+        assert_eq!(code_of(&site, path).await, ErrorCode::TooLarge, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_refused_and_under_it_accepted() {
+    let site = Site::start().await;
+    assert_eq!(code_of(&site, "/big?bytes=800000").await, ErrorCode::TooLarge);
+    // A never-ending body ends at the byte limit or the time limit, whichever comes first.
+    let started = Instant::now();
+    let endless = code_of(&site, "/chunked-forever").await;
+    assert!(matches!(endless, ErrorCode::TooLarge | ErrorCode::Timeout), "{endless}");
+    assert!(started.elapsed() < Duration::from_secs(8));
+    let fetched = fetch_path(&site, "/big?bytes=700000").await.expect("under the limit");
+    assert!(fetched.raw.len() == 700_000);
+}
+
+#[tokio::test]
+async fn slow_and_silent_servers_time_out() {
+    let site = Site::start().await;
+    for path in ["/drip", "/slow-headers", "/silent"] {
+        let started = Instant::now();
+        assert_eq!(code_of(&site, path).await, ErrorCode::Timeout, "{path}");
+        assert!(started.elapsed() < Duration::from_secs(8), "{path} took {:?}", started.elapsed());
+    }
+}
+
+#[tokio::test]
+async fn broken_protocol_and_oversized_heads_are_typed() {
+    let site = Site::start().await;
+    assert_eq!(code_of(&site, "/huge-header").await, ErrorCode::HeadersTooLarge);
+    assert_eq!(code_of(&site, "/many-headers").await, ErrorCode::HeadersTooLarge);
+    assert_eq!(code_of(&site, "/bad-status").await, ErrorCode::ProtocolError);
+    assert_eq!(code_of(&site, "/cl-lie-big").await, ErrorCode::ProtocolError);
+    let reset = code_of(&site, "/reset-midway").await;
+    assert!(matches!(reset, ErrorCode::ProtocolError | ErrorCode::ConnectError), "{reset}");
+    // A Content-Length smaller than the body: the client reads what was announced.
+    if let Ok(fetched) = fetch_path(&site, "/cl-lie-small").await {
+        assert!(fetched.raw.len() <= 10, "read {} bytes", fetched.raw.len());
+    }
+}
+
+#[tokio::test]
+async fn lying_content_types_are_sniffed() {
+    let site = Site::start().await;
+    assert_eq!(code_of(&site, "/ctype/png-as-html").await, ErrorCode::UnsupportedContentType);
+    assert_eq!(code_of(&site, "/image.png").await, ErrorCode::UnsupportedContentType);
+    let octet = fetch_path(&site, "/ctype/html-as-octet").await.expect("html behind octet-stream");
+    assert_eq!(octet.info.content_type, "text/html");
+    assert!(octet.info.warning.as_deref().unwrap_or_default().contains("labelled"));
+    let unlabelled = fetch_path(&site, "/ctype/none").await.expect("unlabelled html");
+    assert_eq!(unlabelled.info.content_type, "text/html");
+}
+
+#[tokio::test]
+async fn text_json_and_markdown_pass_through() {
+    let site = Site::start().await;
+    for (path, content_type) in [
+        ("/text.txt", "text/plain"),
+        ("/data.json", "application/json"),
+        ("/readme.md", "text/markdown"),
+    ] {
+        let fetched = fetch_path(&site, path).await.expect(path);
+        assert_eq!(fetched.info.extractor, Extractor::Passthrough, "{path}");
+        assert_eq!(fetched.info.content_type, content_type);
+        assert!(!fetched.text.is_empty());
+    }
+    let json = fetch_path(&site, "/data.json").await.expect("json");
+    serde_json::from_str::<serde_json::Value>(&json.text).expect("json passes through unchanged");
+}
+
+#[tokio::test]
+async fn charsets_come_from_header_meta_and_bom() {
+    let site = Site::start().await;
+    for path in ["/charset/latin1-header", "/charset/latin1-meta", "/charset/utf8-bom", "/charset/utf16-bom", "/charset/bogus"] {
+        let fetched = fetch_path(&site, path).await.expect(path);
+        assert!(fetched.text.contains(CHARSET_TEXT), "{path}: {:?}", fetched.text);
+    }
+    let japanese = fetch_path(&site, "/charset/sjis-meta").await.expect("sjis");
+    assert!(japanese.text.contains(CHARSET_TEXT_JA), "{:?}", japanese.text);
+    let bogus = fetch_path(&site, "/charset/bogus").await.expect("bogus");
+    assert!(bogus.info.warning.as_deref().unwrap_or_default().contains("charset"));
+}
+
+#[tokio::test]
+async fn deep_nesting_neither_crashes_nor_hangs() {
+    let site = Site::start().await;
+    for path in ["/nest/div?n=100000", "/nest/ulli?n=50000"] {
+        let started = Instant::now();
+        match fetch_path(&site, path).await {
+            Ok(fetched) => assert!(fetched.info.warning.is_some(), "{path}: flattening is reported"),
+            Err(error) => assert!(
+                matches!(error.code(), ErrorCode::TooLarge | ErrorCode::ExtractionLimit | ErrorCode::EmptyContent),
+                "{path}: {error}"
+            ),
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{path} took {:?}", started.elapsed());
+    }
+}
+
+#[tokio::test]
+async fn pdfs_become_text_with_page_markers() {
+    let site = Site::start().await;
+    let fetched = fetch_path(&site, "/pdf/ok").await.expect("pdf");
+    assert_eq!(fetched.info.extractor, Extractor::Pdf);
+    assert!(fetched.text.contains("--- page 1 ---"), "{}", fetched.text);
+    assert!(fetched.text.contains("--- page 2 ---"), "{}", fetched.text);
+    assert!(fetched.text.contains("Page one text"), "{}", fetched.text);
+    assert!(fetched.text.contains("Page two text"), "{}", fetched.text);
+    assert_eq!(code_of(&site, "/pdf/broken").await, ErrorCode::ExtractionFailed);
+}
+
+#[tokio::test]
+async fn error_statuses_are_typed_and_transient_when_they_should_be() {
+    let site = Site::start().await;
+    let not_found = fetch_path(&site, "/status/404").await.expect_err("404");
+    assert_eq!(not_found.code(), ErrorCode::HttpStatus);
+    assert!(!not_found.is_transient());
+    assert_eq!(not_found.to_job_error().status, Some(404));
+    let unavailable = fetch_path(&site, "/status/503").await.expect_err("503");
+    assert!(unavailable.is_transient());
+    let retry = fetch_path(&site, "/retry-after").await.expect_err("retry-after");
+    assert_eq!(retry.to_job_error().retry_after, Some(1));
+}
+
+#[tokio::test]
+async fn block_pages_are_typed_outcomes_not_content() {
+    let site = Site::start().await;
+    for (path, code) in [
+        ("/blocked/cloudflare", ErrorCode::BlockedBySite),
+        ("/blocked/captcha", ErrorCode::BlockedBySite),
+        ("/blocked/login", ErrorCode::LoginRequired),
+        ("/blocked/shell", ErrorCode::EmptyContent),
+        ("/blocked/empty", ErrorCode::EmptyContent),
+    ] {
+        let error = fetch_path(&site, path).await.expect_err(path);
+        assert_eq!(error.code(), code, "{path}: {error}");
+        assert!(error.to_job_error().evidence.is_some(), "{path} names its evidence");
+    }
+}
