@@ -69,7 +69,10 @@ impl Config {
         match file {
             Some(path) if !path.exists() => return Err(Error::Missing(path.to_owned())),
             Some(path) => figment = figment.merge(Toml::file_exact(path)),
-            None => figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE)),
+            None if Path::new(DEFAULT_CONFIG_FILE).exists() => {
+                figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+            }
+            None => {}
         }
         // TRAWL_LOG and TRAWL_CONFIG are read by main, not part of the tree.
         figment = figment.merge(Env::prefixed("TRAWL_").ignore(&["log", "config"]).split("__"));

@@ -1,0 +1,178 @@
+//! The real `trawl` binary end to end: run (arguments, files, stdin, --out), read, status,
+//! extract, configuration errors, and the default policy refusing loopback.
+
+use std::path::Path;
+use std::process::Output;
+
+use tokio::io::AsyncWriteExt as _;
+use trawl_workers::testing::FixtureServer;
+
+fn trawl(data_dir: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("TRAWL_CONFIG")
+        .env("TRAWL_LOG", "error")
+        .kill_on_drop(true);
+    command
+}
+
+async fn output(command: &mut tokio::process::Command) -> Output {
+    command.output().await.expect("trawl runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("pages.jsonl exists")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is json"))
+        .collect()
+}
+
+#[tokio::test]
+async fn run_accounts_for_every_url_and_writes_pages() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let run = output(
+        trawl(&dir.path().join("data"))
+            .args(["run", "--quiet", "--allow-private-network", "--out"])
+            .arg(&out)
+            .arg(server.url("/article/1"))
+            .arg(server.url("/article/2"))
+            .arg("not a url")
+            .arg(server.url("/status/404"))
+            .arg(server.url("/text.txt")),
+    )
+    .await;
+    assert!(run.status.success(), "stderr: {}", stderr(&run));
+    let summary = stdout(&run);
+    assert!(summary.contains("5/5 urls"), "{summary}");
+    assert!(summary.contains("3 succeeded, 2 failed"), "{summary}");
+    assert!(summary.contains("invalid_url 1") && summary.contains("http_status 1"), "{summary}");
+
+    let lines = jsonl(&out.join("pages.jsonl"));
+    assert_eq!(lines.len(), 5);
+    let succeeded: Vec<_> = lines.iter().filter(|line| line.get("content").is_some()).collect();
+    assert_eq!(succeeded.len(), 3);
+    for line in &succeeded {
+        assert!(line["content"]["text"].as_str().is_some_and(|text| !text.is_empty()));
+        assert!(line["page_id"].as_str().is_some());
+    }
+    let codes: Vec<&str> = lines.iter().filter_map(|line| line["error"]["code"].as_str()).collect();
+    assert!(codes.contains(&"invalid_url") && codes.contains(&"http_status"), "{codes:?}");
+    assert!(lines.iter().filter(|line| line.get("error").is_some()).all(|line| line["url"].is_string()));
+    let files = std::fs::read_dir(out.join("pages")).expect("pages dir").count();
+    assert_eq!(files, 3);
+
+    // read pages through the store the run left behind
+    let read = output(
+        trawl(&dir.path().join("data"))
+            .args(["read", "--from", "1", "--to", "2"])
+            .arg(server.url("/article/1")),
+    )
+    .await;
+    assert!(read.status.success(), "{}", stderr(&read));
+    assert_eq!(stdout(&read).lines().count(), 2);
+    let missing = output(trawl(&dir.path().join("data")).args(["read", "http://nowhere.test/"])).await;
+    assert_eq!(missing.status.code(), Some(1));
+
+    let status = output(trawl(&dir.path().join("data")).arg("status")).await;
+    let counts = stdout(&status);
+    assert!(counts.contains("succeeded  3") && counts.contains("failed     2"), "{counts}");
+}
+
+#[tokio::test]
+async fn the_default_policy_refuses_loopback() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let run = output(
+        trawl(&dir.path().join("data"))
+            .args(["run", "--quiet", "--out"])
+            .arg(&out)
+            .arg(server.url("/article/1")),
+    )
+    .await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines = jsonl(&out.join("pages.jsonl"));
+    assert_eq!(lines[0]["error"]["code"], "blocked_destination");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn urls_stream_from_stdin_skipping_comments_and_blanks() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let mut child = trawl(&dir.path().join("data"))
+        .args(["run", "--quiet", "--allow-private-network", "--file", "-", "--format", "text", "--out"])
+        .arg(&out)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    let input = format!(
+        "# a comment\n\n{}\r\n{}\n   \n",
+        server.url("/site/1"),
+        server.url("/site/2")
+    );
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).await.expect("writes");
+    drop(stdin);
+    let run = child.wait_with_output().await.expect("waits");
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines = jsonl(&out.join("pages.jsonl"));
+    assert_eq!(lines.len(), 2);
+    assert!(lines.iter().all(|line| line.get("content").is_some()), "{lines:?}");
+    let names: Vec<String> = std::fs::read_dir(out.join("pages"))
+        .expect("pages")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|name| name.ends_with(".txt")), "{names:?}");
+}
+
+#[tokio::test]
+async fn extract_reads_a_local_file_without_network() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("page.html");
+    let paragraph = "The river ran quietly past the old mill, and the miller counted sacks of grain. ";
+    let html = format!(
+        "<html><head><title>The mill</title></head><body><nav><a href='/'>Home</a></nav>\
+         <article><h1>The mill</h1><p>{}</p><p>{}</p></article></body></html>",
+        paragraph.repeat(5),
+        paragraph.repeat(4)
+    );
+    std::fs::write(&path, html).expect("writes");
+    let run = output(trawl(dir.path()).args(["extract", "--format", "text"]).arg(&path)).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    let text = stdout(&run);
+    assert!(text.contains("The river ran quietly"), "{text}");
+    assert!(!text.contains("Home"), "{text}");
+}
+
+#[tokio::test]
+async fn bad_configuration_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = output(trawl(dir.path()).args(["--config", "/nonexistent/trawl.toml", "run", "http://a.test/"])).await;
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("not found"), "{}", stderr(&missing));
+
+    let tiny = output(trawl(dir.path()).env("TRAWL_HTTP__MAX_BYTES", "5").args(["run", "http://a.test/"])).await;
+    assert_eq!(tiny.status.code(), Some(2));
+    assert!(stderr(&tiny).contains("max_bytes"), "{}", stderr(&tiny));
+
+    let none = output(trawl(dir.path()).arg("run")).await;
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("--file"), "{}", stderr(&none));
+}
