@@ -75,7 +75,11 @@ impl Config {
             None => {}
         }
         // TRAWL_LOG and TRAWL_CONFIG are read by main, not part of the tree.
-        figment = figment.merge(Env::prefixed("TRAWL_").ignore(&["log", "config"]).split("__"));
+        figment = figment.merge(
+            Env::prefixed("TRAWL_")
+                .ignore(&["log", "config"])
+                .split("__"),
+        );
         let config: Config = figment.extract().map_err(Box::new)?;
         Ok(config)
     }
@@ -88,7 +92,12 @@ impl Config {
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;
-        if self.namespace.is_empty() || !self.namespace.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if self.namespace.is_empty()
+            || !self
+                .namespace
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
             return Err(Error::Invalid(format!(
                 "namespace {:?} must be non-empty ASCII letters, digits, '-', '_' or '.'",
                 self.namespace
@@ -128,7 +137,8 @@ mod tests {
     fn files_are_layered_and_unknown_keys_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("t.toml");
-        std::fs::write(&path, "[http]\nmax_bytes = 2000\n[fetch]\nmax_chars = 10\n").expect("write");
+        std::fs::write(&path, "[http]\nmax_bytes = 2000\n[fetch]\nmax_chars = 10\n")
+            .expect("write");
         let config = Config::load(Some(&path)).expect("loads");
         assert_eq!(config.http.max_bytes, 2_000);
         assert_eq!(config.fetch.max_chars, 10);
@@ -139,7 +149,10 @@ mod tests {
         assert!(error.to_string().contains("max_bytez"), "{error}");
 
         let missing = dir.path().join("nope.toml");
-        assert!(matches!(Config::load(Some(&missing)), Err(Error::Missing(_))));
+        assert!(matches!(
+            Config::load(Some(&missing)),
+            Err(Error::Missing(_))
+        ));
     }
 
     #[test]
@@ -147,8 +160,10 @@ mod tests {
         let mut config = Config::default();
         config.http.max_bytes = 1;
         assert!(config.validate().is_err());
-        let mut config = Config::default();
-        config.namespace = "has space".into();
+        let config = Config {
+            namespace: "has space".into(),
+            ..Config::default()
+        };
         assert!(config.validate().is_err());
     }
 }

@@ -29,7 +29,12 @@ pub struct LineRange {
 
 /// Returns lines `from..=to` (1-based; `to` defaults to the last) of the newest page of
 /// `url`, or `None` when no page of that URL is stored. A range past the end is empty.
-pub async fn read(store: &Store, url: &str, from: u64, to: Option<u64>) -> Result<Option<LineRange>, store::Error> {
+pub async fn read(
+    store: &Store,
+    url: &str,
+    from: u64,
+    to: Option<u64>,
+) -> Result<Option<LineRange>, store::Error> {
     let key = url::Url::parse(url.trim())
         .map(|parsed| normalize_url(&parsed).to_string())
         .unwrap_or_else(|_| url.trim().to_owned());

@@ -58,13 +58,22 @@ impl Config {
     /// Checks the values.
     pub fn validate(&self) -> Result<(), String> {
         if self.concurrency == 0 || self.concurrency > 4_096 {
-            return Err(format!("runner.concurrency = {} is outside 1..=4096", self.concurrency));
+            return Err(format!(
+                "runner.concurrency = {} is outside 1..=4096",
+                self.concurrency
+            ));
         }
         if self.max_attempts == 0 || self.max_attempts > 100 {
-            return Err(format!("runner.max_attempts = {} is outside 1..=100", self.max_attempts));
+            return Err(format!(
+                "runner.max_attempts = {} is outside 1..=100",
+                self.max_attempts
+            ));
         }
         if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
-            return Err("runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1".to_owned());
+            return Err(
+                "runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1"
+                    .to_owned(),
+            );
         }
         Ok(())
     }
@@ -88,7 +97,8 @@ impl Config {
         let exponent = attempt.saturating_sub(1).min(20);
         let delay = Duration::from_millis(self.retry_base_ms.saturating_mul(1 << exponent));
         // Up to 25 % jitter, so retries of one failing host spread out.
-        let jitter = delay.mul_f64(0.25 * (ulid::Ulid::generate().random() % 1_000) as f64 / 1_000.0);
+        let jitter =
+            delay.mul_f64(0.25 * (ulid::Ulid::generate().random() % 1_000) as f64 / 1_000.0);
         (delay + jitter).min(max)
     }
 }
@@ -169,7 +179,10 @@ pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store
                 ErrorCode::WorkerLost,
                 format!("the worker running this job was lost in each of its {max} attempts"),
             );
-            context.store.finish(&envelope.id, &Outcome::Dead(error)).await?;
+            context
+                .store
+                .finish(&envelope.id, &Outcome::Dead(error))
+                .await?;
             return Ok(());
         }
         let error = match &envelope.job {
@@ -180,12 +193,18 @@ pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store
         };
         if !error.transient {
             tracing::debug!(code = %error.code, "job failed");
-            context.store.finish(&envelope.id, &Outcome::Failed(error)).await?;
+            context
+                .store
+                .finish(&envelope.id, &Outcome::Failed(error))
+                .await?;
             return Ok(());
         }
         if number >= max {
             tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
-            context.store.finish(&envelope.id, &Outcome::Dead(error)).await?;
+            context
+                .store
+                .finish(&envelope.id, &Outcome::Dead(error))
+                .await?;
             return Ok(());
         }
         let retry_after = error.retry_after.map(Duration::from_secs);
@@ -213,11 +232,16 @@ async fn run_fetch(
     let options_hash = options_hash(job);
     if !ttl.is_zero() {
         let since = jiff::Timestamp::now().as_millisecond() - ttl.as_millis() as i64;
-        if let Some(page) = context.store.cached_page(url.as_str(), &options_hash, since).await? {
+        if let Some(page) = context
+            .store
+            .cached_page(url.as_str(), &options_hash, since)
+            .await?
+        {
             let text = context.store.page_text(&page).await?;
             let mut info = page.info.clone();
             info.url = job.url.clone();
-            let result = fetch::build_result(&info, &text, &page.id, &page.content_hash, true, max_chars);
+            let result =
+                fetch::build_result(&info, &text, &page.id, &page.content_hash, true, max_chars);
             let outcome = Outcome::Succeeded {
                 result: serde_json::to_value(&result).expect("results serialise"),
                 page_id: Some(page.id.clone()),
@@ -235,7 +259,11 @@ async fn run_fetch(
         .unwrap_or_else(|_| fetched.info.final_url.clone());
     // A zero TTL bypasses the cache for writing too: the page is stored (read and grep reach
     // it) under a key no cache lookup matches.
-    let stored_hash = if ttl.is_zero() { format!("{options_hash}:uncached") } else { options_hash };
+    let stored_hash = if ttl.is_zero() {
+        format!("{options_hash}:uncached")
+    } else {
+        options_hash
+    };
     let page = NewPage {
         url: url.as_str(),
         final_url: &final_url,
@@ -278,7 +306,10 @@ mod tests {
         let third = config.backoff(3, None);
         assert!(third >= Duration::from_millis(400) && third <= Duration::from_millis(500));
         assert_eq!(config.backoff(30, None), Duration::from_millis(1_000));
-        assert_eq!(config.backoff(1, Some(Duration::from_secs(60))), Duration::from_millis(1_000));
+        assert_eq!(
+            config.backoff(1, Some(Duration::from_secs(60))),
+            Duration::from_millis(1_000)
+        );
     }
 
     #[test]

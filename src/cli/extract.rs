@@ -49,7 +49,9 @@ impl From<FormatArg> for Format {
 pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut bytes = Vec::new();
     if args.input == "-" {
-        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("reading standard input")?;
     } else {
         let path = PathBuf::from(&args.input);
         bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;

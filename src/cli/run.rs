@@ -84,12 +84,18 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     apply_flags(&mut config, args);
     config.validate()?;
     let input = match (&args.file, args.urls.is_empty()) {
-        (None, true) => anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)"),
+        (None, true) => {
+            anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)")
+        }
         (Some(file), _) if file == "-" => Input::Stdin,
         (Some(file), _) => Input::File(PathBuf::from(file)),
         (None, false) => Input::Args(args.urls.clone()),
     };
-    let leading_urls = if matches!(input, Input::Args(_)) { Vec::new() } else { args.urls.clone() };
+    let leading_urls = if matches!(input, Input::Args(_)) {
+        Vec::new()
+    } else {
+        args.urls.clone()
+    };
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let output = match &args.out {
@@ -97,11 +103,18 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         None => None,
     };
 
-    let store = Store::open(&config.store_path()).await.context("opening the store")?;
-    let queue = Queue::open(&config.queue_path(), &config.namespace, config.runner.queue_settings())
+    let store = Store::open(&config.store_path())
         .await
-        .context("opening the queue")?;
-    let client = web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
+        .context("opening the store")?;
+    let queue = Queue::open(
+        &config.queue_path(),
+        &config.namespace,
+        config.runner.queue_settings(),
+    )
+    .await
+    .context("opening the queue")?;
+    let client =
+        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
     let context = Arc::new(Context {
         store: store.clone(),
         fetch: fetch::Deps {
@@ -161,7 +174,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         }
         progress.set_total(counters.enqueued.load(Ordering::Relaxed));
         let all_read = counters.input_done.load(Ordering::Acquire);
-        if all_read && counters.ended.load(Ordering::Relaxed) >= counters.enqueued.load(Ordering::Relaxed) {
+        if all_read
+            && counters.ended.load(Ordering::Relaxed) >= counters.enqueued.load(Ordering::Relaxed)
+        {
             break;
         }
         if producer.is_finished() && !all_read {
@@ -194,10 +209,21 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     if let Some(output) = output.as_mut() {
         output.flush()?;
     }
-    print_summary(&store, &batch_id, started.elapsed(), output.as_ref(), interrupted).await?;
+    print_summary(
+        &store,
+        &batch_id,
+        started.elapsed(),
+        output.as_ref(),
+        interrupted,
+    )
+    .await?;
     queue.close().await;
     store.close().await;
-    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn apply_flags(config: &mut Config, args: &Args) {
@@ -210,8 +236,14 @@ fn apply_flags(config: &mut Config, args: &Args) {
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
-    config.ssrf.allow_hosts.extend(args.allow_host.iter().cloned());
-    config.ssrf.block_hosts.extend(args.block_host.iter().cloned());
+    config
+        .ssrf
+        .allow_hosts
+        .extend(args.allow_host.iter().cloned());
+    config
+        .ssrf
+        .block_hosts
+        .extend(args.block_host.iter().cloned());
 }
 
 #[derive(Debug, Default)]
@@ -235,21 +267,26 @@ struct ProduceDeps {
 /// not a URL trawl may fetch is recorded as a failed job, so every input line is accounted for.
 async fn produce(input: Input, leading: Vec<String>, deps: ProduceDeps) -> anyhow::Result<()> {
     let mut chunk: Vec<String> = Vec::with_capacity(CHUNK);
-    let mut lines: Box<dyn futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin> = match input {
-        Input::Args(urls) => Box::new(futures_util::stream::iter(urls.into_iter().map(Ok))),
-        Input::File(path) => {
-            let file = tokio::fs::File::open(&path)
-                .await
-                .with_context(|| format!("opening {}", path.display()))?;
-            Box::new(tokio_stream_lines(tokio::io::BufReader::new(file)))
-        }
-        Input::Stdin => Box::new(tokio_stream_lines(tokio::io::BufReader::new(tokio::io::stdin()))),
-    };
+    let mut lines: Box<dyn futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin> =
+        match input {
+            Input::Args(urls) => Box::new(futures_util::stream::iter(urls.into_iter().map(Ok))),
+            Input::File(path) => {
+                let file = tokio::fs::File::open(&path)
+                    .await
+                    .with_context(|| format!("opening {}", path.display()))?;
+                Box::new(tokio_stream_lines(tokio::io::BufReader::new(file)))
+            }
+            Input::Stdin => Box::new(tokio_stream_lines(tokio::io::BufReader::new(
+                tokio::io::stdin(),
+            ))),
+        };
     let mut leading = leading.into_iter();
     loop {
         let line = match leading.next() {
             Some(url) => Some(url),
-            None => futures_util::StreamExt::next(&mut lines).await.transpose()?,
+            None => futures_util::StreamExt::next(&mut lines)
+                .await
+                .transpose()?,
         };
         let Some(line) = line else { break };
         let line = line.trim_end_matches(['\r', '\n']);
@@ -269,13 +306,16 @@ async fn produce(input: Input, leading: Vec<String>, deps: ProduceDeps) -> anyho
 fn tokio_stream_lines<R: tokio::io::AsyncBufRead + Send + Unpin + 'static>(
     reader: R,
 ) -> impl futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin {
-    Box::pin(futures_util::stream::unfold(reader.lines(), |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((Ok(line), lines)),
-            Ok(None) => None,
-            Err(error) => Some((Err(error), lines)),
-        }
-    }))
+    Box::pin(futures_util::stream::unfold(
+        reader.lines(),
+        |mut lines| async move {
+            match lines.next_line().await {
+                Ok(Some(line)) => Some((Ok(line), lines)),
+                Ok(None) => None,
+                Err(error) => Some((Err(error), lines)),
+            }
+        },
+    ))
 }
 
 async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<()> {
@@ -327,9 +367,11 @@ struct Output {
 
 impl Output {
     fn create(dir: &Path) -> anyhow::Result<Output> {
-        std::fs::create_dir_all(dir.join("pages")).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir.join("pages"))
+            .with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("pages.jsonl");
-        let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(Output {
             dir: dir.to_owned(),
             jsonl: std::io::BufWriter::new(file),
@@ -345,7 +387,10 @@ impl Output {
             }
             (_, error) => {
                 let error = error.clone().unwrap_or_else(|| {
-                    trawl_workers::job::JobError::new(trawl_workers::job::ErrorCode::Cancelled, "the job was cancelled")
+                    trawl_workers::job::JobError::new(
+                        trawl_workers::job::ErrorCode::Cancelled,
+                        "the job was cancelled",
+                    )
                 });
                 serde_json::to_string(&serde_json::json!({ "url": job.url, "error": error }))?
             }
@@ -354,9 +399,17 @@ impl Output {
         Ok(())
     }
 
-    async fn write_page_file(&mut self, store: &Store, result: &serde_json::Value) -> anyhow::Result<()> {
-        let Some(page_id) = result["page_id"].as_str() else { return Ok(()) };
-        let Some(page) = store.page(page_id).await? else { return Ok(()) };
+    async fn write_page_file(
+        &mut self,
+        store: &Store,
+        result: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let Some(page_id) = result["page_id"].as_str() else {
+            return Ok(());
+        };
+        let Some(page) = store.page(page_id).await? else {
+            return Ok(());
+        };
         let text = store.page_text(&page).await?;
         let extension = match (page.info.format, page.info.content_type.as_str()) {
             (_, "application/json") => "json",
@@ -364,7 +417,11 @@ impl Output {
             (Format::Text, _) => "txt",
             (Format::Html, _) => "html",
         };
-        let name = format!("{}-{}.{extension}", slug(&page.info.final_url), &page.content_hash[..10]);
+        let name = format!(
+            "{}-{}.{extension}",
+            slug(&page.info.final_url),
+            &page.content_hash[..10]
+        );
         let path = self.dir.join("pages").join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         self.files += 1;
@@ -395,7 +452,11 @@ fn slug(url: &str) -> String {
         }
     }
     let slug = slug.trim_matches(['-', '.']).to_owned();
-    if slug.is_empty() { "page".to_owned() } else { slug }
+    if slug.is_empty() {
+        "page".to_owned()
+    } else {
+        slug
+    }
 }
 
 /// A progress bar on a terminal, periodic lines otherwise.
@@ -455,7 +516,9 @@ impl Progress {
         if self.quiet || self.bar.is_some() {
             return;
         }
-        let Ok(mut last) = self.last_line.lock() else { return };
+        let Ok(mut last) = self.last_line.lock() else {
+            return;
+        };
         if last.elapsed() < Duration::from_secs(5) {
             return;
         }
@@ -484,13 +547,25 @@ async fn print_summary(
     interrupted: bool,
 ) -> anyhow::Result<()> {
     let counts = store.count_by_status(Some(batch_id)).await?;
-    let count = |status: Status| counts.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
+    let count = |status: Status| {
+        counts
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map_or(0, |(_, n)| *n)
+    };
     let total: u64 = counts.iter().map(|(_, n)| n).sum();
-    let ended = count(Status::Succeeded) + count(Status::Failed) + count(Status::Dead) + count(Status::Cancelled);
+    let ended = count(Status::Succeeded)
+        + count(Status::Failed)
+        + count(Status::Dead)
+        + count(Status::Cancelled);
     let seconds = elapsed.as_secs_f64().max(0.001);
     println!(
         "{} {ended}/{total} urls in {seconds:.1} s ({:.1} pages/s): {} succeeded, {} failed, {} dead",
-        if interrupted { "interrupted after" } else { "done:" },
+        if interrupted {
+            "interrupted after"
+        } else {
+            "done:"
+        },
         count(Status::Succeeded) as f64 / seconds,
         count(Status::Succeeded),
         count(Status::Failed),
@@ -498,7 +573,10 @@ async fn print_summary(
     );
     let errors = store.count_errors(batch_id).await?;
     if !errors.is_empty() {
-        let listed: Vec<String> = errors.iter().map(|(code, n)| format!("{code} {n}")).collect();
+        let listed: Vec<String> = errors
+            .iter()
+            .map(|(code, n)| format!("{code} {n}"))
+            .collect();
         println!("errors: {}", listed.join(", "));
     }
     if let Some(output) = output {
@@ -509,7 +587,9 @@ async fn print_summary(
             output.dir.join("pages").display()
         );
     }
-    println!("batch {batch_id}; stored in the data directory, see `trawl read URL` and `trawl status`");
+    println!(
+        "batch {batch_id}; stored in the data directory, see `trawl read URL` and `trawl status`"
+    );
     Ok(())
 }
 
@@ -519,7 +599,10 @@ mod tests {
 
     #[test]
     fn slugs_are_safe_and_short() {
-        assert_eq!(slug("https://Example.com/a/b?c=d#e"), "example.com-a-b-c-d-e");
+        assert_eq!(
+            slug("https://Example.com/a/b?c=d#e"),
+            "example.com-a-b-c-d-e"
+        );
         assert_eq!(slug("https://x.test/"), "x.test");
         assert!(slug(&format!("https://x.test/{}", "a".repeat(500))).len() <= 80);
         assert_eq!(slug("https:///"), "page");

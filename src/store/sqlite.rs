@@ -105,7 +105,8 @@ impl Store {
     /// so that every input is accounted for.
     pub async fn create_failed_job(&self, job: &NewJob, error: &JobError) -> Result<(), Error> {
         self.create_jobs(std::slice::from_ref(job)).await?;
-        self.finish(&job.id, &Outcome::Failed(error.clone())).await?;
+        self.finish(&job.id, &Outcome::Failed(error.clone()))
+            .await?;
         Ok(())
     }
 
@@ -140,12 +141,14 @@ impl Store {
 
     /// Records a failed attempt that will be retried.
     pub async fn record_retry(&self, id: &str, error: &JobError) -> Result<(), Error> {
-        sqlx::query("UPDATE jobs SET error = ?, error_code = ? WHERE id = ? AND status = 'running'")
-            .bind(to_json(error))
-            .bind(error.code.as_str())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE jobs SET error = ?, error_code = ? WHERE id = ? AND status = 'running'",
+        )
+        .bind(to_json(error))
+        .bind(error.code.as_str())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -169,12 +172,13 @@ impl Store {
     ) -> Result<(String, bool), Error> {
         let text = page.text.as_bytes().to_vec();
         let raw = page.raw.to_vec();
-        let (text_blob, raw_blob) = tokio::task::spawn_blocking(move || (Blob::pack(&text), Blob::pack(&raw)))
-            .await
-            .map_err(|error| Error::Corrupt {
-                what: "blob",
-                detail: format!("compression task failed: {error}"),
-            })?;
+        let (text_blob, raw_blob) =
+            tokio::task::spawn_blocking(move || (Blob::pack(&text), Blob::pack(&raw)))
+                .await
+                .map_err(|error| Error::Corrupt {
+                    what: "blob",
+                    detail: format!("compression task failed: {error}"),
+                })?;
         let content_hash = text_blob.sha256.clone();
         let info = to_json(page.info);
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
@@ -185,13 +189,15 @@ impl Store {
 
         let mut tx = self.pool.begin().await?;
         for blob in [&text_blob, &raw_blob] {
-            sqlx::query("INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?)")
-                .bind(&blob.sha256)
-                .bind(blob.codec)
-                .bind(blob.size as i64)
-                .bind(&blob.bytes)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?)",
+            )
+            .bind(&blob.sha256)
+            .bind(blob.codec)
+            .bind(blob.size as i64)
+            .bind(&blob.bytes)
+            .execute(&mut *tx)
+            .await?;
         }
         sqlx::query(
             "INSERT OR IGNORE INTO pages (id, url, final_url, options_hash, status, content_type,
@@ -262,10 +268,12 @@ impl Store {
 
     /// Returns the page with this id.
     pub async fn page(&self, id: &str) -> Result<Option<PageRecord>, Error> {
-        let row = sqlx::query("SELECT id, content_hash, lines, fetched_at_ms, info FROM pages WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "SELECT id, content_hash, lines, fetched_at_ms, info FROM pages WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(|row| page_from_row(&row)).transpose()
     }
 
@@ -279,10 +287,12 @@ impl Store {
         let codec: String = row.try_get(0)?;
         let bytes: Vec<u8> = row.try_get(1)?;
         let unpacked = match codec.as_str() {
-            "zstd" => zstd::bulk::decompress(&bytes, MAX_BLOB_BYTES).map_err(|error| Error::Corrupt {
-                what: "blob",
-                detail: error.to_string(),
-            })?,
+            "zstd" => {
+                zstd::bulk::decompress(&bytes, MAX_BLOB_BYTES).map_err(|error| Error::Corrupt {
+                    what: "blob",
+                    detail: error.to_string(),
+                })?
+            }
             _ => bytes,
         };
         Ok(Some(unpacked))
@@ -290,10 +300,13 @@ impl Store {
 
     /// Returns a page's whole text.
     pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
-        let bytes = self.blob(&page.content_hash).await?.ok_or_else(|| Error::Corrupt {
-            what: "page",
-            detail: format!("text blob {} missing", page.content_hash),
-        })?;
+        let bytes = self
+            .blob(&page.content_hash)
+            .await?
+            .ok_or_else(|| Error::Corrupt {
+                what: "page",
+                detail: format!("text blob {} missing", page.content_hash),
+            })?;
         String::from_utf8(bytes).map_err(|error| Error::Corrupt {
             what: "page text",
             detail: error.to_string(),
@@ -310,7 +323,12 @@ impl Store {
     }
 
     /// Returns the jobs of a batch that ended after `after_seq`, in the order they ended.
-    pub async fn ended_since(&self, batch_id: &str, after_seq: i64, limit: u32) -> Result<Vec<JobRecord>, Error> {
+    pub async fn ended_since(
+        &self,
+        batch_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<JobRecord>, Error> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{JOB_COLUMNS} WHERE batch_id = ? AND done_seq > ? ORDER BY done_seq LIMIT ?"
         )))
@@ -323,7 +341,10 @@ impl Store {
     }
 
     /// Counts jobs by status, over all jobs or one batch.
-    pub async fn count_by_status(&self, batch_id: Option<&str>) -> Result<Vec<(Status, u64)>, Error> {
+    pub async fn count_by_status(
+        &self,
+        batch_id: Option<&str>,
+    ) -> Result<Vec<(Status, u64)>, Error> {
         let rows = sqlx::query(
             "SELECT status, COUNT(*) FROM jobs WHERE ?1 IS NULL OR batch_id = ?1 GROUP BY status ORDER BY status",
         )
@@ -413,8 +434,12 @@ fn job_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<JobRecord, Error> {
         })?,
         attempts: row.try_get("attempts")?,
         max_attempts: row.try_get("max_attempts")?,
-        result: result.map(|text| from_json(&text, "job result")).transpose()?,
-        error: error.map(|text| from_json(&text, "job error")).transpose()?,
+        result: result
+            .map(|text| from_json(&text, "job result"))
+            .transpose()?,
+        error: error
+            .map(|text| from_json(&text, "job error"))
+            .transpose()?,
         created_at: row.try_get("created_at")?,
         finished_at: row.try_get("finished_at")?,
         done_seq: row.try_get("done_seq")?,

@@ -58,20 +58,43 @@ async fn run_accounts_for_every_url_and_writes_pages() {
     let summary = stdout(&run);
     assert!(summary.contains("5/5 urls"), "{summary}");
     assert!(summary.contains("3 succeeded, 2 failed"), "{summary}");
-    assert!(summary.contains("invalid_url 1") && summary.contains("http_status 1"), "{summary}");
+    assert!(
+        summary.contains("invalid_url 1") && summary.contains("http_status 1"),
+        "{summary}"
+    );
 
     let lines = jsonl(&out.join("pages.jsonl"));
     assert_eq!(lines.len(), 5);
-    let succeeded: Vec<_> = lines.iter().filter(|line| line.get("content").is_some()).collect();
+    let succeeded: Vec<_> = lines
+        .iter()
+        .filter(|line| line.get("content").is_some())
+        .collect();
     assert_eq!(succeeded.len(), 3);
     for line in &succeeded {
-        assert!(line["content"]["text"].as_str().is_some_and(|text| !text.is_empty()));
+        assert!(
+            line["content"]["text"]
+                .as_str()
+                .is_some_and(|text| !text.is_empty())
+        );
         assert!(line["page_id"].as_str().is_some());
     }
-    let codes: Vec<&str> = lines.iter().filter_map(|line| line["error"]["code"].as_str()).collect();
-    assert!(codes.contains(&"invalid_url") && codes.contains(&"http_status"), "{codes:?}");
-    assert!(lines.iter().filter(|line| line.get("error").is_some()).all(|line| line["url"].is_string()));
-    let files = std::fs::read_dir(out.join("pages")).expect("pages dir").count();
+    let codes: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| line["error"]["code"].as_str())
+        .collect();
+    assert!(
+        codes.contains(&"invalid_url") && codes.contains(&"http_status"),
+        "{codes:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|line| line.get("error").is_some())
+            .all(|line| line["url"].is_string())
+    );
+    let files = std::fs::read_dir(out.join("pages"))
+        .expect("pages dir")
+        .count();
     assert_eq!(files, 3);
 
     // read pages through the store the run left behind
@@ -83,12 +106,16 @@ async fn run_accounts_for_every_url_and_writes_pages() {
     .await;
     assert!(read.status.success(), "{}", stderr(&read));
     assert_eq!(stdout(&read).lines().count(), 2);
-    let missing = output(trawl(&dir.path().join("data")).args(["read", "http://nowhere.test/"])).await;
+    let missing =
+        output(trawl(&dir.path().join("data")).args(["read", "http://nowhere.test/"])).await;
     assert_eq!(missing.status.code(), Some(1));
 
     let status = output(trawl(&dir.path().join("data")).arg("status")).await;
     let counts = stdout(&status);
-    assert!(counts.contains("succeeded  3") && counts.contains("failed     2"), "{counts}");
+    assert!(
+        counts.contains("succeeded  3") && counts.contains("failed     2"),
+        "{counts}"
+    );
 }
 
 #[tokio::test]
@@ -115,7 +142,16 @@ async fn urls_stream_from_stdin_skipping_comments_and_blanks() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out");
     let mut child = trawl(&dir.path().join("data"))
-        .args(["run", "--quiet", "--allow-private-network", "--file", "-", "--format", "text", "--out"])
+        .args([
+            "run",
+            "--quiet",
+            "--allow-private-network",
+            "--file",
+            "-",
+            "--format",
+            "text",
+            "--out",
+        ])
         .arg(&out)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -134,10 +170,19 @@ async fn urls_stream_from_stdin_skipping_comments_and_blanks() {
     assert!(run.status.success(), "{}", stderr(&run));
     let lines = jsonl(&out.join("pages.jsonl"));
     assert_eq!(lines.len(), 2);
-    assert!(lines.iter().all(|line| line.get("content").is_some()), "{lines:?}");
+    assert!(
+        lines.iter().all(|line| line.get("content").is_some()),
+        "{lines:?}"
+    );
     let names: Vec<String> = std::fs::read_dir(out.join("pages"))
         .expect("pages")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     assert!(names.iter().all(|name| name.ends_with(".txt")), "{names:?}");
 }
@@ -146,7 +191,8 @@ async fn urls_stream_from_stdin_skipping_comments_and_blanks() {
 async fn extract_reads_a_local_file_without_network() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("page.html");
-    let paragraph = "The river ran quietly past the old mill, and the miller counted sacks of grain. ";
+    let paragraph =
+        "The river ran quietly past the old mill, and the miller counted sacks of grain. ";
     let html = format!(
         "<html><head><title>The mill</title></head><body><nav><a href='/'>Home</a></nav>\
          <article><h1>The mill</h1><p>{}</p><p>{}</p></article></body></html>",
@@ -154,7 +200,12 @@ async fn extract_reads_a_local_file_without_network() {
         paragraph.repeat(4)
     );
     std::fs::write(&path, html).expect("writes");
-    let run = output(trawl(dir.path()).args(["extract", "--format", "text"]).arg(&path)).await;
+    let run = output(
+        trawl(dir.path())
+            .args(["extract", "--format", "text"])
+            .arg(&path),
+    )
+    .await;
     assert!(run.status.success(), "{}", stderr(&run));
     let text = stdout(&run);
     assert!(text.contains("The river ran quietly"), "{text}");
@@ -164,11 +215,26 @@ async fn extract_reads_a_local_file_without_network() {
 #[tokio::test]
 async fn bad_configuration_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let missing = output(trawl(dir.path()).args(["--config", "/nonexistent/trawl.toml", "run", "http://a.test/"])).await;
+    let missing = output(trawl(dir.path()).args([
+        "--config",
+        "/nonexistent/trawl.toml",
+        "run",
+        "http://a.test/",
+    ]))
+    .await;
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("not found"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("not found"),
+        "{}",
+        stderr(&missing)
+    );
 
-    let tiny = output(trawl(dir.path()).env("TRAWL_HTTP__MAX_BYTES", "5").args(["run", "http://a.test/"])).await;
+    let tiny = output(
+        trawl(dir.path())
+            .env("TRAWL_HTTP__MAX_BYTES", "5")
+            .args(["run", "http://a.test/"]),
+    )
+    .await;
     assert_eq!(tiny.status.code(), Some(2));
     assert!(stderr(&tiny).contains("max_bytes"), "{}", stderr(&tiny));
 

@@ -16,7 +16,9 @@ use trawl_workers::{fetch, web};
 /// A store and runner context in a temporary directory, allowed to reach the loopback
 /// fixture server (tests opt in to loopback explicitly; `cli::` proves the default refuses it).
 pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Context> {
-    let store = Store::open(&dir.join("trawl.sqlite")).await.expect("store opens");
+    let store = Store::open(&dir.join("trawl.sqlite"))
+        .await
+        .expect("store opens");
     let policy = web::Policy {
         allow_private_network: true,
         ..web::Policy::default()

@@ -24,7 +24,11 @@ async fn enqueue(context: &Context, job: FetchJob) -> Envelope {
         params: serde_json::to_value(&job).expect("json"),
         max_attempts: context.config.max_attempts,
     };
-    context.store.create_jobs(&[new_job]).await.expect("job recorded");
+    context
+        .store
+        .create_jobs(&[new_job])
+        .await
+        .expect("job recorded");
     Envelope { id, job }
 }
 
@@ -47,8 +51,17 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let context = context_in(dir.path(), fast_retries()).await;
-    let envelope = enqueue(&context, FetchJob { max_chars: Some(100), ..FetchJob::new(server.url("/article/1")) }).await;
-    runner::process(&context, &envelope).await.expect("processed");
+    let envelope = enqueue(
+        &context,
+        FetchJob {
+            max_chars: Some(100),
+            ..FetchJob::new(server.url("/article/1"))
+        },
+    )
+    .await;
+    runner::process(&context, &envelope)
+        .await
+        .expect("processed");
 
     let result = result_of(&context, &envelope.id).await;
     assert!(!result.cached);
@@ -56,7 +69,12 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
     assert_eq!(result.content.length, 100);
     assert!(result.content.truncated);
     assert!(result.content.raw_length > 1_000);
-    let page = context.store.page(&result.page_id).await.expect("reads").expect("page stored");
+    let page = context
+        .store
+        .page(&result.page_id)
+        .await
+        .expect("reads")
+        .expect("page stored");
     let text = context.store.page_text(&page).await.expect("text");
     assert_eq!(text.chars().count(), result.content.raw_length);
     assert!(text.starts_with(&result.content.text));
@@ -80,15 +98,39 @@ async fn a_job_delivered_twice_records_one_result() {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let context = context_in(dir.path(), fast_retries()).await;
-    let envelope = enqueue(&context, FetchJob { cache_ttl: Some(0), ..FetchJob::new(server.url("/article/2")) }).await;
-    let (first, second) = tokio::join!(runner::process(&context, &envelope), runner::process(&context, &envelope));
+    let envelope = enqueue(
+        &context,
+        FetchJob {
+            cache_ttl: Some(0),
+            ..FetchJob::new(server.url("/article/2"))
+        },
+    )
+    .await;
+    let (first, second) = tokio::join!(
+        runner::process(&context, &envelope),
+        runner::process(&context, &envelope)
+    );
     first.expect("first delivery");
     second.expect("second delivery");
-    runner::process(&context, &envelope).await.expect("a late third delivery");
-    let job = context.store.job(&envelope.id).await.expect("reads").expect("exists");
+    runner::process(&context, &envelope)
+        .await
+        .expect("a late third delivery");
+    let job = context
+        .store
+        .job(&envelope.id)
+        .await
+        .expect("reads")
+        .expect("exists");
     assert_eq!(job.status, Status::Succeeded);
     assert_eq!(job.done_seq, Some(1));
-    assert_eq!(context.store.count_by_status(Some("test")).await.expect("counts"), vec![(Status::Succeeded, 1)]);
+    assert_eq!(
+        context
+            .store
+            .count_by_status(Some("test"))
+            .await
+            .expect("counts"),
+        vec![(Status::Succeeded, 1)]
+    );
 }
 
 #[tokio::test]
@@ -108,13 +150,27 @@ async fn the_cache_serves_fresh_pages_and_a_zero_ttl_bypasses_it() {
     assert_eq!(cached.content.took_ms, 0);
     assert_eq!(server.hits("/article/3"), 1);
 
-    let bypass = enqueue(&context, FetchJob { cache_ttl: Some(0), ..FetchJob::new(&url) }).await;
+    let bypass = enqueue(
+        &context,
+        FetchJob {
+            cache_ttl: Some(0),
+            ..FetchJob::new(&url)
+        },
+    )
+    .await;
     runner::process(&context, &bypass).await.expect("bypass");
     assert!(!result_of(&context, &bypass.id).await.cached);
     assert_eq!(server.hits("/article/3"), 2);
 
     // Another format is another cache entry.
-    let text = enqueue(&context, FetchJob { extract: trawl_workers::job::Format::Text, ..FetchJob::new(&url) }).await;
+    let text = enqueue(
+        &context,
+        FetchJob {
+            extract: trawl_workers::job::Format::Text,
+            ..FetchJob::new(&url)
+        },
+    )
+    .await;
     runner::process(&context, &text).await.expect("text");
     assert!(!result_of(&context, &text.id).await.cached);
     assert_eq!(server.hits("/article/3"), 3);
@@ -132,8 +188,15 @@ async fn transient_errors_are_retried_with_backoff_then_dead() {
     let dir = tempfile::tempdir().expect("tempdir");
     let context = context_in(dir.path(), fast_retries()).await;
     let envelope = enqueue(&context, FetchJob::new(server.url("/status/503"))).await;
-    runner::process(&context, &envelope).await.expect("processed");
-    let job = context.store.job(&envelope.id).await.expect("reads").expect("exists");
+    runner::process(&context, &envelope)
+        .await
+        .expect("processed");
+    let job = context
+        .store
+        .job(&envelope.id)
+        .await
+        .expect("reads")
+        .expect("exists");
     assert_eq!(job.status, Status::Dead);
     assert_eq!(job.attempts, 3);
     let error = job.error.expect("error");
@@ -153,8 +216,15 @@ async fn permanent_errors_fail_at_once() {
         ("/blocked/login", ErrorCode::LoginRequired),
     ] {
         let envelope = enqueue(&context, FetchJob::new(server.url(path))).await;
-        runner::process(&context, &envelope).await.expect("processed");
-        let job = context.store.job(&envelope.id).await.expect("reads").expect("exists");
+        runner::process(&context, &envelope)
+            .await
+            .expect("processed");
+        let job = context
+            .store
+            .job(&envelope.id)
+            .await
+            .expect("reads")
+            .expect("exists");
         assert_eq!(job.status, Status::Failed, "{path}");
         assert_eq!(job.attempts, 1, "{path}");
         assert_eq!(job.error.expect("error").code, code, "{path}");
@@ -170,11 +240,28 @@ async fn a_job_whose_worker_keeps_dying_ends_dead() {
     let envelope = enqueue(&context, FetchJob::new(server.url("/article/1"))).await;
     // Three deliveries whose worker died before recording anything.
     for expected in 1..=3 {
-        let attempt = context.store.begin_attempt(&envelope.id).await.expect("begins");
-        assert_eq!(attempt, Attempt::Run { number: expected, max: 3 });
+        let attempt = context
+            .store
+            .begin_attempt(&envelope.id)
+            .await
+            .expect("begins");
+        assert_eq!(
+            attempt,
+            Attempt::Run {
+                number: expected,
+                max: 3
+            }
+        );
     }
-    runner::process(&context, &envelope).await.expect("processed");
-    let job = context.store.job(&envelope.id).await.expect("reads").expect("exists");
+    runner::process(&context, &envelope)
+        .await
+        .expect("processed");
+    let job = context
+        .store
+        .job(&envelope.id)
+        .await
+        .expect("reads")
+        .expect("exists");
     assert_eq!(job.status, Status::Dead);
     assert_eq!(job.error.expect("error").code, ErrorCode::WorkerLost);
     assert_eq!(server.hits("/article/1"), 0);
@@ -189,9 +276,13 @@ async fn the_pool_drains_the_queue() {
         ..fast_retries()
     };
     let context = context_in(dir.path(), config.clone()).await;
-    let queue = Queue::open(&dir.path().join("queue.sqlite"), "test", config.queue_settings())
-        .await
-        .expect("queue opens");
+    let queue = Queue::open(
+        &dir.path().join("queue.sqlite"),
+        "test",
+        config.queue_settings(),
+    )
+    .await
+    .expect("queue opens");
     let mut envelopes = Vec::new();
     for n in 0..40 {
         envelopes.push(enqueue(&context, FetchJob::new(server.url(&format!("/site/{n}")))).await);
@@ -209,11 +300,18 @@ async fn the_pool_drains_the_queue() {
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let counts = context.store.count_by_status(Some("test")).await.expect("counts");
+        let counts = context
+            .store
+            .count_by_status(Some("test"))
+            .await
+            .expect("counts");
         if counts == vec![(Status::Succeeded, 40)] {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "pool did not drain: {counts:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pool did not drain: {counts:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let _ = stop_tx.send(());
@@ -221,7 +319,10 @@ async fn the_pool_drains_the_queue() {
     let requests = server.requests();
     for n in 0..40 {
         let path = format!("/site/{n}");
-        let hits = requests.iter().filter(|request| request.path_and_query == path).count();
+        let hits = requests
+            .iter()
+            .filter(|request| request.path_and_query == path)
+            .count();
         assert_eq!(hits, 1, "{path} fetched once");
     }
 }

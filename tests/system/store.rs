@@ -18,22 +18,37 @@ fn new_job(id: &str, batch: &str) -> NewJob {
 #[tokio::test]
 async fn a_bad_batch_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("s.sqlite")).await.expect("opens");
+    let store = Store::open(&dir.path().join("s.sqlite"))
+        .await
+        .expect("opens");
     let id = ulid::Ulid::generate().to_string();
     let other = ulid::Ulid::generate().to_string();
     // The same id twice: the whole batch is refused, the first row included.
-    let result = store.create_jobs(&[new_job(&other, "b"), new_job(&id, "b"), new_job(&id, "b")]).await;
+    let result = store
+        .create_jobs(&[new_job(&other, "b"), new_job(&id, "b"), new_job(&id, "b")])
+        .await;
     assert!(result.is_err());
     assert!(store.job(&other).await.expect("reads").is_none());
-    assert!(store.count_by_status(Some("b")).await.expect("counts").is_empty());
+    assert!(
+        store
+            .count_by_status(Some("b"))
+            .await
+            .expect("counts")
+            .is_empty()
+    );
 }
 
 #[tokio::test]
 async fn the_first_end_of_a_job_wins() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("s.sqlite")).await.expect("opens");
+    let store = Store::open(&dir.path().join("s.sqlite"))
+        .await
+        .expect("opens");
     let id = ulid::Ulid::generate().to_string();
-    store.create_jobs(&[new_job(&id, "b")]).await.expect("creates");
+    store
+        .create_jobs(&[new_job(&id, "b")])
+        .await
+        .expect("creates");
     let failed = Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 404"));
     assert!(store.finish(&id, &failed).await.expect("ends"));
     let succeeded = Outcome::Succeeded {

@@ -58,7 +58,9 @@ impl Config {
 
     /// Returns the characters to return for a job: its own value or the default, capped.
     pub fn max_chars_for(&self, job: &FetchJob) -> usize {
-        job.max_chars.unwrap_or(self.max_chars).clamp(1, self.max_chars_cap)
+        job.max_chars
+            .unwrap_or(self.max_chars)
+            .clamp(1, self.max_chars_cap)
     }
 
     /// Returns the cache time-to-live for a job.
@@ -182,7 +184,10 @@ impl Error {
         let mut error = JobError::new(self.code(), self.to_string());
         error.transient = self.is_transient();
         match self {
-            Error::HttpStatus { status, retry_after } => {
+            Error::HttpStatus {
+                status,
+                retry_after,
+            } => {
                 error.status = Some(*status);
                 error.retry_after = *retry_after;
             }
@@ -213,7 +218,14 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
     let fetched_at = jiff::Timestamp::now().to_string();
     let label = response
         .content_type()
-        .map(|value| value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .map(|value| {
+            value
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default();
     let kind = judge_kind(&label, &response.body);
     let status = response.status;
@@ -223,13 +235,21 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
     let mut warnings: Vec<String> = Vec::new();
     let (content_type, extracted) = match kind {
         Kind::Binary(what) => {
-            let shown = if label.is_empty() { what.to_owned() } else { format!("{label} ({what})") };
+            let shown = if label.is_empty() {
+                what.to_owned()
+            } else {
+                format!("{label} ({what})")
+            };
             return Err(Error::UnsupportedContentType(shown));
         }
         Kind::Pdf => {
             let raw = response.body.clone();
-            let text = spawn_extraction(deps, move || pdf::pdf_to_text(&raw).map_err(Error::from)).await?;
-            ("application/pdf".to_owned(), passthrough(text, Extractor::Pdf))
+            let text =
+                spawn_extraction(deps, move || pdf::pdf_to_text(&raw).map_err(Error::from)).await?;
+            (
+                "application/pdf".to_owned(),
+                passthrough(text, Extractor::Pdf),
+            )
         }
         Kind::Text | Kind::Data => {
             let decoded = charset::decode(&response.body, response.content_type(), false);
@@ -281,7 +301,10 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
         warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
         links: extracted.links,
         meta: Meta {
-            lang: extracted.meta.lang.or_else(|| response.header("content-language").map(str::to_owned)),
+            lang: extracted
+                .meta
+                .lang
+                .or_else(|| response.header("content-language").map(str::to_owned)),
             ..extracted.meta
         },
         outline: extracted.outline,
@@ -292,7 +315,12 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
     let headers = response
         .headers
         .iter()
-        .map(|(name, value)| (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .map(|(name, value)| {
+            (
+                name.to_string(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     Ok(Fetched {
         info,
@@ -324,9 +352,15 @@ pub fn build_result(
         final_url,
         status: info.status,
         content_type: info.content_type.clone(),
-        title: info.title.as_deref().map(|title| truncate_chars(title, 256).to_owned()),
+        title: info
+            .title
+            .as_deref()
+            .map(|title| truncate_chars(title, 256).to_owned()),
         extractor: info.extractor,
-        warning: info.warning.as_deref().map(|warning| truncate_chars(warning, 256).to_owned()),
+        warning: info
+            .warning
+            .as_deref()
+            .map(|warning| truncate_chars(warning, 256).to_owned()),
         cached,
         content: Content {
             text: shown.to_owned(),
@@ -375,7 +409,9 @@ where
     let handle = tokio::task::spawn_blocking(work);
     match tokio::time::timeout(Duration::from_secs(seconds), handle).await {
         Ok(Ok(result)) => result,
-        Ok(Err(join_error)) => Err(Error::Extraction(format!("extractor crashed: {join_error}"))),
+        Ok(Err(join_error)) => Err(Error::Extraction(format!(
+            "extractor crashed: {join_error}"
+        ))),
         // The thread runs on to completion in the background; its output is dropped.
         Err(_) => Err(Error::ExtractionTimeout { seconds }),
     }
@@ -396,7 +432,11 @@ fn status_error(response: &web::Response) -> Error {
 fn judge_kind(label: &str, body: &[u8]) -> Kind {
     let head = &body[..body.len().min(1024)];
     if let Some(magic) = binary_magic(head) {
-        return if magic == "pdf" { Kind::Pdf } else { Kind::Binary(magic) };
+        return if magic == "pdf" {
+            Kind::Pdf
+        } else {
+            Kind::Binary(magic)
+        };
     }
     match label {
         "text/html" | "application/xhtml+xml" => Kind::Html,
@@ -413,12 +453,13 @@ fn judge_kind(label: &str, body: &[u8]) -> Kind {
                 Kind::Binary("binary data")
             }
         }
-        other if other.starts_with("text/")
-            || other == "application/json"
-            || other.ends_with("+json")
-            || other == "application/xml"
-            || other.ends_with("+xml")
-            || other == "application/javascript" =>
+        other
+            if other.starts_with("text/")
+                || other == "application/json"
+                || other.ends_with("+json")
+                || other == "application/xml"
+                || other.ends_with("+xml")
+                || other == "application/javascript" =>
         {
             Kind::Data
         }
@@ -448,7 +489,10 @@ fn binary_magic(head: &[u8]) -> Option<&'static str> {
 }
 
 fn looks_like_html(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().to_ascii_lowercase();
+    let text = String::from_utf8_lossy(head)
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .to_ascii_lowercase();
     text.starts_with("<!doctype html") || text.starts_with("<html") || text.starts_with("<head")
 }
 
@@ -465,13 +509,25 @@ mod tests {
 
     #[test]
     fn labels_that_lie_are_sniffed() {
-        assert_eq!(judge_kind("text/html", b"\x89PNG\r\n\x1a\nrest"), Kind::Binary("png image"));
-        assert_eq!(judge_kind("application/octet-stream", b"<!DOCTYPE html><p>x"), Kind::Html);
+        assert_eq!(
+            judge_kind("text/html", b"\x89PNG\r\n\x1a\nrest"),
+            Kind::Binary("png image")
+        );
+        assert_eq!(
+            judge_kind("application/octet-stream", b"<!DOCTYPE html><p>x"),
+            Kind::Html
+        );
         assert_eq!(judge_kind("", b"  <html><body>x"), Kind::Html);
         assert_eq!(judge_kind("text/html", b"%PDF-1.7"), Kind::Pdf);
         assert_eq!(judge_kind("application/json", b"{}"), Kind::Data);
-        assert_eq!(judge_kind("image/webp", b"RIFF...."), Kind::Binary("riff media"));
-        assert_eq!(judge_kind("application/zip", b"not magic"), Kind::Binary("not text"));
+        assert_eq!(
+            judge_kind("image/webp", b"RIFF...."),
+            Kind::Binary("riff media")
+        );
+        assert_eq!(
+            judge_kind("application/zip", b"not magic"),
+            Kind::Binary("not text")
+        );
     }
 
     #[test]
@@ -504,7 +560,10 @@ mod tests {
 
     #[test]
     fn server_errors_are_transient_client_errors_are_not() {
-        let error = |status| Error::HttpStatus { status, retry_after: None };
+        let error = |status| Error::HttpStatus {
+            status,
+            retry_after: None,
+        };
         assert!(error(503).is_transient());
         assert!(error(429).is_transient());
         assert!(!error(404).is_transient());

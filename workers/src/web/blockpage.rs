@@ -25,7 +25,10 @@ pub struct BlockPage {
 /// Markers only anti-bot challenges carry: one is enough.
 const CHALLENGE_MARKERS: &[(&str, &str)] = &[
     ("_cf_chl_opt", "cloudflare challenge script"),
-    ("/cdn-cgi/challenge-platform/", "cloudflare challenge platform"),
+    (
+        "/cdn-cgi/challenge-platform/",
+        "cloudflare challenge platform",
+    ),
     ("cf-turnstile", "cloudflare turnstile widget"),
     ("cf-browser-verification", "cloudflare browser verification"),
     ("captcha-delivery.com", "datadome captcha"),
@@ -79,14 +82,19 @@ pub fn detect(status: u16, html: &str, extracted: &Extracted) -> Option<BlockPag
     }
     // Lowercasing is only paid on short or refused pages.
     let lower = html.to_ascii_lowercase();
-    if let Some((_, what)) = CHALLENGE_MARKERS.iter().find(|(marker, _)| lower.contains(marker)) {
+    if let Some((_, what)) = CHALLENGE_MARKERS
+        .iter()
+        .find(|(marker, _)| lower.contains(marker))
+    {
         return Some(BlockPage {
             code: ErrorCode::BlockedBySite,
             evidence: format!("{what} (status {status})"),
         });
     }
     if short
-        && let Some((_, what)) = SHORT_PAGE_MARKERS.iter().find(|(marker, _)| lower.contains(marker))
+        && let Some((_, what)) = SHORT_PAGE_MARKERS
+            .iter()
+            .find(|(marker, _)| lower.contains(marker))
     {
         return Some(BlockPage {
             code: ErrorCode::BlockedBySite,
@@ -97,7 +105,11 @@ pub fn detect(status: u16, html: &str, extracted: &Extracted) -> Option<BlockPag
         || lower.contains("type='password'")
         || lower.contains("type=password");
     let text_lower = extracted.text.to_lowercase();
-    let title_lower = extracted.title.as_deref().unwrap_or_default().to_lowercase();
+    let title_lower = extracted
+        .title
+        .as_deref()
+        .unwrap_or_default()
+        .to_lowercase();
     if status == 401
         || (short
             && has_password
@@ -114,16 +126,24 @@ pub fn detect(status: u16, html: &str, extracted: &Extracted) -> Option<BlockPag
             },
         });
     }
-    let text_chars = extracted.text.chars().filter(|c| !c.is_whitespace()).count();
+    let text_chars = extracted
+        .text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .count();
     if text_chars < EMPTY_CHARS {
         let scripts = lower.matches("<script").count();
-        let shell = SHELL_MARKERS.iter().find(|(marker, _)| lower.contains(marker));
+        let shell = SHELL_MARKERS
+            .iter()
+            .find(|(marker, _)| lower.contains(marker));
         let noscript = lower.contains("<noscript") && lower.contains("javascript");
         // A short page with real words and no app machinery is a short page, not a shell.
         let evidence = match (shell, noscript) {
             (Some((_, what)), _) => format!("{what} with {scripts} scripts and almost no text"),
             (None, true) => format!("a noscript wall asking for javascript, {scripts} scripts"),
-            (None, false) if text_chars == 0 && scripts > 0 => format!("no text, {scripts} scripts"),
+            (None, false) if text_chars == 0 && scripts > 0 => {
+                format!("no text, {scripts} scripts")
+            }
             (None, false) if text_chars == 0 => "no text in the page".to_owned(),
             (None, false) => return None,
         };
@@ -156,7 +176,11 @@ mod tests {
     #[test]
     fn challenge_markers_block_even_with_some_text() {
         let html = "<html><script>window._cf_chl_opt={}</script>Checking your browser</html>";
-        let verdict = detect(403, html, &extracted("Checking your browser before access", 40));
+        let verdict = detect(
+            403,
+            html,
+            &extracted("Checking your browser before access", 40),
+        );
         assert_eq!(verdict.expect("blocked").code, ErrorCode::BlockedBySite);
     }
 
@@ -172,7 +196,11 @@ mod tests {
     #[test]
     fn login_walls_and_shells_are_named() {
         let html = "<form><input type=\"password\"></form>";
-        let verdict = detect(200, html, &extracted("Sign in to continue reading this story", 60));
+        let verdict = detect(
+            200,
+            html,
+            &extracted("Sign in to continue reading this story", 60),
+        );
         assert_eq!(verdict.expect("wall").code, ErrorCode::LoginRequired);
 
         let html = "<div id=\"root\"></div><script src=a.js></script><script src=b.js></script>";

@@ -25,7 +25,9 @@ pub fn decode(body: &[u8], content_type: Option<&str>, sniff_meta: bool) -> Deco
     let from_header = declared.as_deref().and_then(|label| {
         let found = Encoding::for_label(label.as_bytes());
         if found.is_none() {
-            warning = Some(format!("unknown charset {label:?} in content-type, ignored"));
+            warning = Some(format!(
+                "unknown charset {label:?} in content-type, ignored"
+            ));
         }
         found
     });
@@ -142,7 +144,11 @@ mod tests {
 
     #[test]
     fn unknown_charsets_fall_back_with_a_warning() {
-        let decoded = decode("héllo".as_bytes(), Some("text/html; charset=x-no-such"), true);
+        let decoded = decode(
+            "héllo".as_bytes(),
+            Some("text/html; charset=x-no-such"),
+            true,
+        );
         assert_eq!(decoded.text, "héllo");
         assert!(decoded.warning.expect("warning").contains("x-no-such"));
     }

@@ -74,7 +74,10 @@ impl Config {
             ));
         }
         if self.max_redirects > 10 {
-            return Err(format!("http.max_redirects = {} is above 10", self.max_redirects));
+            return Err(format!(
+                "http.max_redirects = {} is above 10",
+                self.max_redirects
+            ));
         }
         for (name, secs) in [
             ("timeout_secs", self.timeout_secs),
@@ -388,7 +391,11 @@ impl Client {
 
     async fn read_body(&self, mut response: reqwest::Response, limit: u64) -> Result<Bytes, Error> {
         let encoded = response.headers().contains_key(header::CONTENT_ENCODING);
-        if !encoded && response.content_length().is_some_and(|length| length > limit) {
+        if !encoded
+            && response
+                .content_length()
+                .is_some_and(|length| length > limit)
+        {
             return Err(Error::TooLarge { limit });
         }
         let url = response.url().clone();
@@ -405,7 +412,10 @@ impl Client {
                 }
                 Ok(None) => break,
                 Err(error) => {
-                    tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "body read failed");
+                    tracing::debug!(
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "body read failed"
+                    );
                     return Err(self.classify(&url, error));
                 }
             }
@@ -549,7 +559,13 @@ mod tests {
 
     #[test]
     fn only_network_faults_are_transient() {
-        assert!(Error::Timeout { phase: "total", seconds: 30 }.is_transient());
+        assert!(
+            Error::Timeout {
+                phase: "total",
+                seconds: 30
+            }
+            .is_transient()
+        );
         assert!(Error::Connect("refused".into()).is_transient());
         assert!(!Error::TooLarge { limit: 1 }.is_transient());
         assert!(!Error::RedirectLoop { url: "x".into() }.is_transient());

@@ -71,7 +71,12 @@ impl StaticDns {
     pub fn lookups(&self, name: &str) -> usize {
         self.lookups
             .lock()
-            .map(|lookups| lookups.get(&name.to_ascii_lowercase()).copied().unwrap_or(0))
+            .map(|lookups| {
+                lookups
+                    .get(&name.to_ascii_lowercase())
+                    .copied()
+                    .unwrap_or(0)
+            })
             .unwrap_or(0)
     }
 

@@ -86,8 +86,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         text_mode,
         ..dom_smoothie::Config::default()
     };
-    let mut readability = Readability::with_document(document, Some(page_url.as_str()), Some(config))
-        .map_err(|_| Error::BadUrl)?;
+    let mut readability =
+        Readability::with_document(document, Some(page_url.as_str()), Some(config))
+            .map_err(|_| Error::BadUrl)?;
     let article = readability.parse();
     let (title, text, extractor) = match article {
         Ok(article) if !article.text_content.trim().is_empty() => {
@@ -329,8 +330,14 @@ mod tests {
         assert_eq!(
             outline,
             vec![
-                Heading { level: 1, text: "One".into() },
-                Heading { level: 3, text: "Three".into() },
+                Heading {
+                    level: 1,
+                    text: "One".into()
+                },
+                Heading {
+                    level: 3,
+                    text: "Three".into()
+                },
             ]
         );
     }
@@ -338,7 +345,11 @@ mod tests {
     #[test]
     fn deep_nesting_is_flattened_without_recursion() {
         let depth = 20_000;
-        let html = format!("{}deep text{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let html = format!(
+            "{}deep text{}",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
         let extracted = extract_html(&html, &url(), Format::Markdown).expect("extracts");
         assert!(extracted.text.contains("deep text"));
         assert!(extracted.warning.expect("warning").contains("flattened"));
@@ -365,7 +376,10 @@ mod tests {
         let extracted = extract_html(html, &url(), Format::Markdown).expect("extracts");
         assert_eq!(extracted.meta.description.as_deref(), Some("A page"));
         assert_eq!(extracted.meta.lang.as_deref(), Some("de"));
-        assert_eq!(extracted.meta.canonical.as_deref(), Some("https://example.com/canon"));
+        assert_eq!(
+            extracted.meta.canonical.as_deref(),
+            Some("https://example.com/canon")
+        );
         assert_eq!(extracted.meta.published.as_deref(), Some("2024-05-01"));
         assert_eq!(extracted.meta.author.as_deref(), Some("Ann Writer"));
     }

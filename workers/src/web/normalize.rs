@@ -9,8 +9,22 @@ use url::Url;
 
 /// Query parameters that only track the visitor and never change the page.
 const TRACKING_EXACT: &[&str] = &[
-    "fbclid", "gclid", "dclid", "gbraid", "wbraid", "msclkid", "yclid", "mc_cid", "mc_eid",
-    "_ga", "_gl", "igshid", "twclid", "ttclid", "li_fat_id", "ref_src",
+    "fbclid",
+    "gclid",
+    "dclid",
+    "gbraid",
+    "wbraid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "igshid",
+    "twclid",
+    "ttclid",
+    "li_fat_id",
+    "ref_src",
 ];
 
 /// Returns `url` normalised: no fragment, no tracking parameters (`utm_*` and the click ids
@@ -24,7 +38,11 @@ pub fn normalize_url(url: &Url) -> Url {
             .split('&')
             .filter(|pair| !pair.is_empty())
             .filter(|pair| {
-                let key = pair.split('=').next().unwrap_or_default().to_ascii_lowercase();
+                let key = pair
+                    .split('=')
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
                 !(key.starts_with("utm_") || TRACKING_EXACT.contains(&key.as_str()))
             })
             .collect();
@@ -48,18 +66,30 @@ mod tests {
 
     #[test]
     fn normalises_case_ports_fragments_and_queries() {
-        assert_eq!(norm("HTTP://Example.COM:80/a/./b/../c#top"), "http://example.com/a/c");
-        assert_eq!(norm("https://example.com:443/?b=2&a=1"), "https://example.com/?a=1&b=2");
+        assert_eq!(
+            norm("HTTP://Example.COM:80/a/./b/../c#top"),
+            "http://example.com/a/c"
+        );
+        assert_eq!(
+            norm("https://example.com:443/?b=2&a=1"),
+            "https://example.com/?a=1&b=2"
+        );
         assert_eq!(
             norm("https://example.com/p?utm_source=x&id=7&fbclid=y&UTM_medium=z"),
             "https://example.com/p?id=7"
         );
-        assert_eq!(norm("https://example.com/p?utm_source=x"), "https://example.com/p");
+        assert_eq!(
+            norm("https://example.com/p?utm_source=x"),
+            "https://example.com/p"
+        );
         assert_eq!(norm("https://example.com/p?"), "https://example.com/p");
     }
 
     #[test]
     fn keeps_the_encoding_of_values() {
-        assert_eq!(norm("https://example.com/s?q=a%20b&x=%2F"), "https://example.com/s?q=a%20b&x=%2F");
+        assert_eq!(
+            norm("https://example.com/s?q=a%20b&x=%2F"),
+            "https://example.com/s?q=a%20b&x=%2F"
+        );
     }
 }

@@ -287,8 +287,8 @@ const STOP_LINES: &[&str] = &[
 
 /// Removes boilerplate lines from extracted text (plain or Markdown).
 ///
-/// Dropped lines (each compared on its [`plain_line`] form):
-/// * exact interface labels from [`STOP_LINES`] ("Advertisement", "Comments", "Close", ...):
+/// Dropped lines (each compared on its `plain_line` form):
+/// * exact interface labels from `STOP_LINES` ("Advertisement", "Comments", "Close", ...):
 ///   Readability keeps them because they sit inside the article container;
 /// * gallery counters ("Image 1 of 8", "3 / 12"): slideshow chrome;
 /// * short publish/update stamps ("Updated 5:27 am CST, Nov 20, 2019"): page metadata

@@ -38,27 +38,53 @@ async fn code_of(site: &Site, path: &str) -> ErrorCode {
 #[tokio::test]
 async fn an_article_becomes_markdown_with_title_links_meta_and_outline() {
     let site = Site::start().await;
-    let fetched = fetch_path(&site, "/article/1").await.expect("article fetches");
+    let fetched = fetch_path(&site, "/article/1")
+        .await
+        .expect("article fetches");
     let info = &fetched.info;
     assert_eq!(info.status, 200);
     assert_eq!(info.extractor, Extractor::Readability);
     assert_eq!(info.content_type, "text/html");
-    assert!(info.title.as_deref().unwrap_or_default().contains(&article_title(1)), "{:?}", info.title);
-    assert!(fetched.text.contains("## "), "markdown headings kept: {}", &fetched.text[..200.min(fetched.text.len())]);
+    assert!(
+        info.title
+            .as_deref()
+            .unwrap_or_default()
+            .contains(&article_title(1)),
+        "{:?}",
+        info.title
+    );
+    assert!(
+        fetched.text.contains("## "),
+        "markdown headings kept: {}",
+        &fetched.text[..200.min(fetched.text.len())]
+    );
     assert!(!info.outline.is_empty());
-    assert!(info.links.iter().all(|link| link.starts_with("http://site.test:")), "{:?}", info.links);
+    assert!(
+        info.links
+            .iter()
+            .all(|link| link.starts_with("http://site.test:")),
+        "{:?}",
+        info.links
+    );
     assert!(info.links.iter().all(|link| !link.contains('#')));
     assert_eq!(info.meta.lang.as_deref(), Some("en"));
     assert!(info.meta.description.is_some());
     assert!(info.meta.canonical.is_some());
     assert!(info.meta.published.is_some());
     assert!(info.meta.author.is_some());
-    assert!(!fetched.text.to_lowercase().contains("cookie"), "the cookie banner is boilerplate");
+    assert!(
+        !fetched.text.to_lowercase().contains("cookie"),
+        "the cookie banner is boilerplate"
+    );
     assert!(!fetched.raw.is_empty());
 
-    let text = fetch_with(&site, "/article/1", Format::Text).await.expect("text");
+    let text = fetch_with(&site, "/article/1", Format::Text)
+        .await
+        .expect("text");
     assert!(!text.text.contains("## "));
-    let html = fetch_with(&site, "/article/1", Format::Html).await.expect("html");
+    let html = fetch_with(&site, "/article/1", Format::Html)
+        .await
+        .expect("html");
     assert!(html.text.contains("<p"));
 }
 
@@ -75,14 +101,27 @@ async fn requests_look_like_a_browser() {
 #[tokio::test]
 async fn decompression_bombs_stop_at_the_decoded_byte_limit() {
     let site = Site::start().await;
-    for path in ["/bomb/gzip", "/bomb/br", "/bomb/deflate", "/bomb/zstd", "/bomb/nested"] {
+    for path in [
+        "/bomb/gzip",
+        "/bomb/br",
+        "/bomb/deflate",
+        "/bomb/zstd",
+        "/bomb/nested",
+    ] {
         let started = Instant::now();
         let code = code_of(&site, path).await;
         assert!(
-            matches!(code, ErrorCode::TooLarge | ErrorCode::ProtocolError | ErrorCode::UnsupportedContentType),
+            matches!(
+                code,
+                ErrorCode::TooLarge | ErrorCode::ProtocolError | ErrorCode::UnsupportedContentType
+            ),
             "{path}: {code}"
         );
-        assert!(started.elapsed() < Duration::from_secs(5), "{path} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{path} took {:?}",
+            started.elapsed()
+        );
     }
     // Plain gzip, br, deflate and zstd must be caught by the limit itself.
     for path in ["/bomb/gzip", "/bomb/br", "/bomb/deflate", "/bomb/zstd"] {
@@ -93,13 +132,21 @@ async fn decompression_bombs_stop_at_the_decoded_byte_limit() {
 #[tokio::test]
 async fn bodies_over_the_limit_are_refused_and_under_it_accepted() {
     let site = Site::start().await;
-    assert_eq!(code_of(&site, "/big?bytes=800000").await, ErrorCode::TooLarge);
+    assert_eq!(
+        code_of(&site, "/big?bytes=800000").await,
+        ErrorCode::TooLarge
+    );
     // A never-ending body ends at the byte limit or the time limit, whichever comes first.
     let started = Instant::now();
     let endless = code_of(&site, "/chunked-forever").await;
-    assert!(matches!(endless, ErrorCode::TooLarge | ErrorCode::Timeout), "{endless}");
+    assert!(
+        matches!(endless, ErrorCode::TooLarge | ErrorCode::Timeout),
+        "{endless}"
+    );
     assert!(started.elapsed() < Duration::from_secs(8));
-    let fetched = fetch_path(&site, "/big?bytes=700000").await.expect("under the limit");
+    let fetched = fetch_path(&site, "/big?bytes=700000")
+        .await
+        .expect("under the limit");
     assert!(fetched.raw.len() == 700_000);
 }
 
@@ -109,19 +156,38 @@ async fn slow_and_silent_servers_time_out() {
     for path in ["/drip", "/slow-headers", "/silent"] {
         let started = Instant::now();
         assert_eq!(code_of(&site, path).await, ErrorCode::Timeout, "{path}");
-        assert!(started.elapsed() < Duration::from_secs(8), "{path} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "{path} took {:?}",
+            started.elapsed()
+        );
     }
 }
 
 #[tokio::test]
 async fn broken_protocol_and_oversized_heads_are_typed() {
     let site = Site::start().await;
-    assert_eq!(code_of(&site, "/huge-header").await, ErrorCode::HeadersTooLarge);
-    assert_eq!(code_of(&site, "/many-headers").await, ErrorCode::HeadersTooLarge);
-    assert_eq!(code_of(&site, "/bad-status").await, ErrorCode::ProtocolError);
-    assert_eq!(code_of(&site, "/cl-lie-big").await, ErrorCode::ProtocolError);
+    assert_eq!(
+        code_of(&site, "/huge-header").await,
+        ErrorCode::HeadersTooLarge
+    );
+    assert_eq!(
+        code_of(&site, "/many-headers").await,
+        ErrorCode::HeadersTooLarge
+    );
+    assert_eq!(
+        code_of(&site, "/bad-status").await,
+        ErrorCode::ProtocolError
+    );
+    assert_eq!(
+        code_of(&site, "/cl-lie-big").await,
+        ErrorCode::ProtocolError
+    );
     let reset = code_of(&site, "/reset-midway").await;
-    assert!(matches!(reset, ErrorCode::ProtocolError | ErrorCode::ConnectError), "{reset}");
+    assert!(
+        matches!(reset, ErrorCode::ProtocolError | ErrorCode::ConnectError),
+        "{reset}"
+    );
     // A Content-Length smaller than the body: the client reads what was announced.
     if let Ok(fetched) = fetch_path(&site, "/cl-lie-small").await {
         assert!(fetched.raw.len() <= 10, "read {} bytes", fetched.raw.len());
@@ -131,12 +197,29 @@ async fn broken_protocol_and_oversized_heads_are_typed() {
 #[tokio::test]
 async fn lying_content_types_are_sniffed() {
     let site = Site::start().await;
-    assert_eq!(code_of(&site, "/ctype/png-as-html").await, ErrorCode::UnsupportedContentType);
-    assert_eq!(code_of(&site, "/image.png").await, ErrorCode::UnsupportedContentType);
-    let octet = fetch_path(&site, "/ctype/html-as-octet").await.expect("html behind octet-stream");
+    assert_eq!(
+        code_of(&site, "/ctype/png-as-html").await,
+        ErrorCode::UnsupportedContentType
+    );
+    assert_eq!(
+        code_of(&site, "/image.png").await,
+        ErrorCode::UnsupportedContentType
+    );
+    let octet = fetch_path(&site, "/ctype/html-as-octet")
+        .await
+        .expect("html behind octet-stream");
     assert_eq!(octet.info.content_type, "text/html");
-    assert!(octet.info.warning.as_deref().unwrap_or_default().contains("labelled"));
-    let unlabelled = fetch_path(&site, "/ctype/none").await.expect("unlabelled html");
+    assert!(
+        octet
+            .info
+            .warning
+            .as_deref()
+            .unwrap_or_default()
+            .contains("labelled")
+    );
+    let unlabelled = fetch_path(&site, "/ctype/none")
+        .await
+        .expect("unlabelled html");
     assert_eq!(unlabelled.info.content_type, "text/html");
 }
 
@@ -160,14 +243,35 @@ async fn text_json_and_markdown_pass_through() {
 #[tokio::test]
 async fn charsets_come_from_header_meta_and_bom() {
     let site = Site::start().await;
-    for path in ["/charset/latin1-header", "/charset/latin1-meta", "/charset/utf8-bom", "/charset/utf16-bom", "/charset/bogus"] {
+    for path in [
+        "/charset/latin1-header",
+        "/charset/latin1-meta",
+        "/charset/utf8-bom",
+        "/charset/utf16-bom",
+        "/charset/bogus",
+    ] {
         let fetched = fetch_path(&site, path).await.expect(path);
-        assert!(fetched.text.contains(CHARSET_TEXT), "{path}: {:?}", fetched.text);
+        assert!(
+            fetched.text.contains(CHARSET_TEXT),
+            "{path}: {:?}",
+            fetched.text
+        );
     }
     let japanese = fetch_path(&site, "/charset/sjis-meta").await.expect("sjis");
-    assert!(japanese.text.contains(CHARSET_TEXT_JA), "{:?}", japanese.text);
+    assert!(
+        japanese.text.contains(CHARSET_TEXT_JA),
+        "{:?}",
+        japanese.text
+    );
     let bogus = fetch_path(&site, "/charset/bogus").await.expect("bogus");
-    assert!(bogus.info.warning.as_deref().unwrap_or_default().contains("charset"));
+    assert!(
+        bogus
+            .info
+            .warning
+            .as_deref()
+            .unwrap_or_default()
+            .contains("charset")
+    );
 }
 
 #[tokio::test]
@@ -176,13 +280,23 @@ async fn deep_nesting_neither_crashes_nor_hangs() {
     for path in ["/nest/div?n=100000", "/nest/ulli?n=50000"] {
         let started = Instant::now();
         match fetch_path(&site, path).await {
-            Ok(fetched) => assert!(fetched.info.warning.is_some(), "{path}: flattening is reported"),
+            Ok(fetched) => assert!(
+                fetched.info.warning.is_some(),
+                "{path}: flattening is reported"
+            ),
             Err(error) => assert!(
-                matches!(error.code(), ErrorCode::TooLarge | ErrorCode::ExtractionLimit | ErrorCode::EmptyContent),
+                matches!(
+                    error.code(),
+                    ErrorCode::TooLarge | ErrorCode::ExtractionLimit | ErrorCode::EmptyContent
+                ),
                 "{path}: {error}"
             ),
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "{path} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{path} took {:?}",
+            started.elapsed()
+        );
     }
 }
 
@@ -195,7 +309,10 @@ async fn pdfs_become_text_with_page_markers() {
     assert!(fetched.text.contains("--- page 2 ---"), "{}", fetched.text);
     assert!(fetched.text.contains("Page one text"), "{}", fetched.text);
     assert!(fetched.text.contains("Page two text"), "{}", fetched.text);
-    assert_eq!(code_of(&site, "/pdf/broken").await, ErrorCode::ExtractionFailed);
+    assert_eq!(
+        code_of(&site, "/pdf/broken").await,
+        ErrorCode::ExtractionFailed
+    );
 }
 
 #[tokio::test]
@@ -207,7 +324,9 @@ async fn error_statuses_are_typed_and_transient_when_they_should_be() {
     assert_eq!(not_found.to_job_error().status, Some(404));
     let unavailable = fetch_path(&site, "/status/503").await.expect_err("503");
     assert!(unavailable.is_transient());
-    let retry = fetch_path(&site, "/retry-after").await.expect_err("retry-after");
+    let retry = fetch_path(&site, "/retry-after")
+        .await
+        .expect_err("retry-after");
     assert_eq!(retry.to_job_error().retry_after, Some(1));
 }
 
@@ -223,6 +342,9 @@ async fn block_pages_are_typed_outcomes_not_content() {
     ] {
         let error = fetch_path(&site, path).await.expect_err(path);
         assert_eq!(error.code(), code, "{path}: {error}");
-        assert!(error.to_job_error().evidence.is_some(), "{path} names its evidence");
+        assert!(
+            error.to_job_error().evidence.is_some(),
+            "{path} names its evidence"
+        );
     }
 }

@@ -51,8 +51,13 @@ impl Site {
         config.timeout_secs = config.timeout_secs.min(6);
         config.read_timeout_secs = config.read_timeout_secs.min(2);
         config.connect_timeout_secs = config.connect_timeout_secs.min(2);
-        let client = web::Client::with_dns(config, policy, Dns::Static(dns.clone())).expect("client builds");
-        Site { server, dns, client }
+        let client =
+            web::Client::with_dns(config, policy, Dns::Static(dns.clone())).expect("client builds");
+        Site {
+            server,
+            dns,
+            client,
+        }
     }
 
     /// `http://site.test:PORT/path`.

@@ -20,9 +20,21 @@ async fn get_code(site: &Site, url: &str) -> Result<u16, ErrorCode> {
 async fn the_default_policy_refuses_loopback_in_every_spelling() {
     let site = Site::start().await;
     let port = site.server.addr().port();
-    for host in ["127.0.0.1", "localhost", "2130706433", "0x7f.1", "[::1]", "[::ffff:127.0.0.1]", "127.1"] {
+    for host in [
+        "127.0.0.1",
+        "localhost",
+        "2130706433",
+        "0x7f.1",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "127.1",
+    ] {
         let url = format!("http://{host}:{port}/secret");
-        assert_eq!(get_code(&site, &url).await, Err(ErrorCode::BlockedDestination), "{url}");
+        assert_eq!(
+            get_code(&site, &url).await,
+            Err(ErrorCode::BlockedDestination),
+            "{url}"
+        );
     }
     assert_eq!(site.server.hits("/secret"), 0);
 }
@@ -33,16 +45,26 @@ async fn a_public_name_reaches_the_site_and_private_answers_are_refused() {
     assert_eq!(get_code(&site, &site.url("/")).await, Ok(200));
     for host in ["private.test", "mixed.test", "metadata.test"] {
         let url = site.url_on(host, "/secret");
-        assert_eq!(get_code(&site, &url).await, Err(ErrorCode::BlockedDestination), "{host}");
+        assert_eq!(
+            get_code(&site, &url).await,
+            Err(ErrorCode::BlockedDestination),
+            "{host}"
+        );
     }
     assert_eq!(site.server.hits("/secret"), 0);
-    assert_eq!(get_code(&site, &site.url_on("unknown.test", "/")).await, Err(ErrorCode::DnsError));
+    assert_eq!(
+        get_code(&site, &site.url_on("unknown.test", "/")).await,
+        Err(ErrorCode::DnsError)
+    );
 }
 
 #[tokio::test]
 async fn a_rebinding_name_is_checked_again_on_the_next_connection() {
     let site = Site::start().await;
-    assert_eq!(get_code(&site, &site.url_on("rebind.test", "/")).await, Ok(200));
+    assert_eq!(
+        get_code(&site, &site.url_on("rebind.test", "/")).await,
+        Ok(200)
+    );
     // The fixture closes every connection, so the second request resolves again and gets
     // the loopback answer, which the resolver refuses before any connect.
     assert_eq!(
@@ -58,11 +80,20 @@ async fn redirects_are_checked_on_every_hop() {
     let site = Site::start().await;
     let port = site.server.addr().port();
     let to_loopback = format!("/redirect?to=http://127.0.0.1:{port}/secret&code=302");
-    assert_eq!(get_code(&site, &site.url(&to_loopback)).await, Err(ErrorCode::BlockedDestination));
+    assert_eq!(
+        get_code(&site, &site.url(&to_loopback)).await,
+        Err(ErrorCode::BlockedDestination)
+    );
     let to_private = format!("/redirect?to=http://private.test:{port}/secret&code=307");
-    assert_eq!(get_code(&site, &site.url(&to_private)).await, Err(ErrorCode::BlockedDestination));
+    assert_eq!(
+        get_code(&site, &site.url(&to_private)).await,
+        Err(ErrorCode::BlockedDestination)
+    );
     let to_file = "/redirect?to=file:///etc/passwd&code=301";
-    assert_eq!(get_code(&site, &site.url(to_file)).await, Err(ErrorCode::UnsupportedScheme));
+    assert_eq!(
+        get_code(&site, &site.url(to_file)).await,
+        Err(ErrorCode::UnsupportedScheme)
+    );
     assert_eq!(site.server.hits("/secret"), 0);
     let to_public = format!("/redirect?to=http://other.test:{port}/article/1&code=301");
     assert_eq!(get_code(&site, &site.url(&to_public)).await, Ok(200));
@@ -71,11 +102,26 @@ async fn redirects_are_checked_on_every_hop() {
 #[tokio::test]
 async fn redirect_limits_loops_and_missing_locations_are_errors() {
     let site = Site::start().await;
-    assert_eq!(get_code(&site, &site.url("/redirect-chain/3")).await, Ok(200));
-    assert_eq!(get_code(&site, &site.url("/redirect-chain/4")).await, Err(ErrorCode::TooManyRedirects));
-    assert_eq!(get_code(&site, &site.url("/loop/a")).await, Err(ErrorCode::RedirectLoop));
-    assert_eq!(get_code(&site, &site.url("/nolocation")).await, Err(ErrorCode::RedirectMissingLocation));
-    assert_eq!(get_code(&site, &site.url("/redirect-relative")).await, Ok(200));
+    assert_eq!(
+        get_code(&site, &site.url("/redirect-chain/3")).await,
+        Ok(200)
+    );
+    assert_eq!(
+        get_code(&site, &site.url("/redirect-chain/4")).await,
+        Err(ErrorCode::TooManyRedirects)
+    );
+    assert_eq!(
+        get_code(&site, &site.url("/loop/a")).await,
+        Err(ErrorCode::RedirectLoop)
+    );
+    assert_eq!(
+        get_code(&site, &site.url("/nolocation")).await,
+        Err(ErrorCode::RedirectMissingLocation)
+    );
+    assert_eq!(
+        get_code(&site, &site.url("/redirect-relative")).await,
+        Ok(200)
+    );
 }
 
 #[tokio::test]
@@ -85,7 +131,10 @@ async fn allow_and_block_lists_apply_before_dns() {
         ..Policy::default()
     };
     let site = Site::start_with(policy, web::Config::default()).await;
-    assert_eq!(get_code(&site, &site.url("/")).await, Err(ErrorCode::BlockedDestination));
+    assert_eq!(
+        get_code(&site, &site.url("/")).await,
+        Err(ErrorCode::BlockedDestination)
+    );
     assert_eq!(site.dns.lookups("site.test"), 0);
 
     let policy = Policy {
@@ -93,8 +142,14 @@ async fn allow_and_block_lists_apply_before_dns() {
         ..Policy::default()
     };
     let site = Site::start_with(policy, web::Config::default()).await;
-    assert_eq!(get_code(&site, &site.url("/")).await, Err(ErrorCode::BlockedDestination));
-    assert_eq!(get_code(&site, &site.url_on("other.test", "/")).await, Ok(200));
+    assert_eq!(
+        get_code(&site, &site.url("/")).await,
+        Err(ErrorCode::BlockedDestination)
+    );
+    assert_eq!(
+        get_code(&site, &site.url_on("other.test", "/")).await,
+        Ok(200)
+    );
     assert_eq!(site.dns.lookups("site.test"), 0);
 }
 
@@ -111,14 +166,20 @@ async fn private_networks_can_be_allowed_but_metadata_never() {
         get_code(&site, &site.url_on("metadata.test", "/")).await,
         Err(ErrorCode::BlockedDestination)
     );
-    assert_eq!(get_code(&site, "http://169.254.169.254/latest/meta-data/").await, Err(ErrorCode::BlockedDestination));
+    assert_eq!(
+        get_code(&site, "http://169.254.169.254/latest/meta-data/").await,
+        Err(ErrorCode::BlockedDestination)
+    );
 }
 
 #[tokio::test]
 async fn bad_input_is_refused_before_any_network_use() {
     let site = Site::start().await;
     for (input, code) in [
-        ("gopher://127.0.0.1:6379/_INFO", ErrorCode::UnsupportedScheme),
+        (
+            "gopher://127.0.0.1:6379/_INFO",
+            ErrorCode::UnsupportedScheme,
+        ),
         ("ftp://site.test/", ErrorCode::UnsupportedScheme),
         ("http://site.test:0/", ErrorCode::InvalidUrl),
         ("http://exa\nmple.com/", ErrorCode::InvalidUrl),
