@@ -413,6 +413,7 @@ impl Output {
         let text = store.page_text(&page).await?;
         let extension = match (page.info.format, page.info.content_type.as_str()) {
             (_, "application/json") => "json",
+            (_, "text/plain") => "txt",
             (Format::Markdown, _) => "md",
             (Format::Text, _) => "txt",
             (Format::Html, _) => "html",

@@ -141,7 +141,7 @@ pub enum Error {
     #[error("unsupported content type {0}")]
     UnsupportedContentType(String),
     /// A wall, challenge or empty shell instead of content.
-    #[error("{}: {}", .0.code, .0.evidence)]
+    #[error("{}", block_message(.0))]
     BlockPage(BlockPage),
     /// The PDF could not be read.
     #[error(transparent)]
@@ -195,6 +195,14 @@ impl Error {
             _ => {}
         }
         error
+    }
+}
+
+fn block_message(page: &BlockPage) -> &'static str {
+    match page.code {
+        ErrorCode::BlockedBySite => "the site answered with a challenge or block page, not content",
+        ErrorCode::LoginRequired => "the page asks to sign in",
+        _ => "the page has no readable content",
     }
 }
 

@@ -1,0 +1,1021 @@
+//! Pipeline benchmark: `trawl run` end to end (fetch, extract, store, markdown out) over a
+//! generated local site served by nginx on 127.0.0.1.
+//!
+//! ```text
+//! cargo bench --bench pipeline                      # 5,000 pages, 3 timed runs
+//! cargo bench --bench pipeline -- 10000             # another site size
+//! TRAWL_BENCH_PAGES=2000 TRAWL_BENCH_RUNS=5 cargo bench --bench pipeline
+//! TRAWL_BENCH_PROFILE=1 cargo bench --bench pipeline   # then a perf profile by phase
+//! ```
+//!
+//! Needs nginx (`apt-get install nginx`) and GNU time (`/usr/bin/time`); the profile also
+//! needs `perf` (skipped with a note when missing). Each run uses a fresh data directory and
+//! `--cache-ttl 0`. Prints the machine, per-run and median pages/s, CPU ms per page
+//! ((user + sys) / pages) and peak RSS, and the ratio of each median to its target
+//! (issue 2: ≥ 400 pages/s, ≤ 2.5 ms CPU per page, < 300 MB peak RSS).
+//!
+//! Environment: `TRAWL_BENCH_PAGES` (site size), `TRAWL_BENCH_RUNS` (timed runs, default 3),
+//! `TRAWL_BENCH_PROFILE=1` (profile after the timed runs), `TRAWL_BENCH_CALLGRAPH=dwarf|fp`
+//! (perf unwinding for the phase breakdown, default dwarf: the release build has no frame
+//! pointers), `TRAWL_BENCH_TIMEOUT` (seconds one trawl run may take, default 600),
+//! `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path).
+
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+type Result<T> = std::result::Result<T, String>;
+
+const TRAWL: &str = env!("CARGO_BIN_EXE_trawl");
+const GNU_TIME: &str = "/usr/bin/time";
+const DEFAULT_PAGES: u64 = 5_000;
+
+const TARGET_PAGES_PER_SEC: f64 = 400.0;
+const TARGET_CPU_MS_PER_PAGE: f64 = 2.5;
+const TARGET_RSS_MB: f64 = 300.0;
+
+fn main() -> ExitCode {
+    match bench() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pipeline bench failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Settings {
+    pages: u64,
+    runs: usize,
+    profile: bool,
+    callgraph: String,
+    timeout: Duration,
+    keep: bool,
+}
+
+fn settings() -> Result<Settings> {
+    // `cargo bench` passes `--bench`; a bare number is the site size.
+    let mut pages = match std::env::var("TRAWL_BENCH_PAGES") {
+        Ok(value) => Some(
+            value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("TRAWL_BENCH_PAGES={value:?} is not a number"))?,
+        ),
+        Err(_) => None,
+    };
+    let mut profile = env_flag("TRAWL_BENCH_PROFILE");
+    for arg in std::env::args().skip(1) {
+        if arg == "--profile" {
+            profile = true;
+        } else if let Ok(n) = arg.parse::<u64>() {
+            pages = Some(n);
+        }
+    }
+    let pages = pages.unwrap_or(DEFAULT_PAGES);
+    if pages == 0 {
+        return Err("the site needs at least one page".to_owned());
+    }
+    let runs = match std::env::var("TRAWL_BENCH_RUNS") {
+        Ok(value) => value
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("TRAWL_BENCH_RUNS={value:?} is not a positive number"))?,
+        Err(_) => 3,
+    };
+    let timeout = match std::env::var("TRAWL_BENCH_TIMEOUT") {
+        Ok(value) => Duration::from_secs(
+            value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("TRAWL_BENCH_TIMEOUT={value:?} is not a number"))?,
+        ),
+        Err(_) => Duration::from_secs(600),
+    };
+    let callgraph = std::env::var("TRAWL_BENCH_CALLGRAPH").unwrap_or_else(|_| "dwarf".into());
+    if !matches!(callgraph.as_str(), "dwarf" | "fp") {
+        return Err(format!("TRAWL_BENCH_CALLGRAPH={callgraph:?}: use dwarf or fp"));
+    }
+    Ok(Settings {
+        pages,
+        runs,
+        profile,
+        callgraph,
+        timeout,
+        keep: env_flag("TRAWL_BENCH_KEEP"),
+    })
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no"))
+}
+
+fn bench() -> Result<()> {
+    let settings = settings()?;
+    check_tools()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("trawl-bench-")
+        .tempdir()
+        .map_err(|e| format!("creating a temporary directory: {e}"))?;
+    let root = tmp.path().to_owned();
+    // nginx's worker may run as another user: let it reach the site.
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", root.display()))?;
+    let result = bench_in(&settings, &root);
+    if settings.keep {
+        let kept = tmp.keep();
+        eprintln!("kept {}", kept.display());
+    } else if let Err(error) = tmp.close() {
+        eprintln!("warning: could not remove {}: {error}", root.display());
+    }
+    result
+}
+
+fn check_tools() -> Result<()> {
+    if find_in_path("nginx").is_none() {
+        return Err(
+            "nginx not found: install it with `apt-get update && apt-get install -y nginx`"
+                .to_owned(),
+        );
+    }
+    if !Path::new(GNU_TIME).exists() {
+        return Err(format!(
+            "{GNU_TIME} not found: install GNU time with `apt-get install -y time`"
+        ));
+    }
+    if !Path::new(TRAWL).exists() {
+        return Err(format!("the trawl binary {TRAWL} is missing"));
+    }
+    Ok(())
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    // nginx lives in /usr/sbin, often not on a user's PATH.
+    dirs.extend(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from));
+    dirs.into_iter()
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
+    let n = settings.pages;
+    let started = Instant::now();
+    let site_bytes = write_site(root, n)?;
+    eprintln!(
+        "generated {n} pages ({:.1} MB, mean {:.1} KB) in {:.1} s",
+        site_bytes as f64 / 1e6,
+        site_bytes as f64 / n as f64 / 1e3,
+        started.elapsed().as_secs_f64()
+    );
+
+    let nginx = Nginx::start(root)?;
+    let urls = root.join("urls.txt");
+    {
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(&urls).map_err(|e| format!("creating urls.txt: {e}"))?,
+        );
+        for i in 0..n {
+            writeln!(file, "http://127.0.0.1:{}/site/{i}", nginx.port)
+                .map_err(|e| format!("writing urls.txt: {e}"))?;
+        }
+        file.flush().map_err(|e| format!("writing urls.txt: {e}"))?;
+    }
+
+    let load_before = load_average();
+    let mut runs = Vec::with_capacity(settings.runs);
+    for i in 1..=settings.runs {
+        let run = timed_run(settings, root, &urls, i)?;
+        eprintln!(
+            "run {i}: {:.1} s wall, {:.0} pages/s, {:.2} ms CPU/page, {:.0} MB peak RSS, {}/{} succeeded",
+            run.wall,
+            run.pages_per_sec(n),
+            run.cpu_ms_per_page(n),
+            run.rss_mb(),
+            run.succeeded,
+            n
+        );
+        runs.push(run);
+    }
+    let load_after = load_average();
+    report(settings, site_bytes, &runs, &load_before, &load_after);
+
+    if settings.profile {
+        profile(settings, root, &urls)?;
+    }
+    drop(nginx);
+    Ok(())
+}
+
+/// Writes `site/{i}` for every page; returns the total size.
+fn write_site(root: &Path, n: u64) -> Result<u64> {
+    let site = root.join("www").join("site");
+    std::fs::create_dir_all(&site).map_err(|e| format!("creating {}: {e}", site.display()))?;
+    let mut total = 0_u64;
+    for i in 0..n {
+        let page = trawl_workers::testing::site_page(i);
+        total += page.len() as u64;
+        let path = site.join(i.to_string());
+        std::fs::write(&path, page).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(total)
+}
+
+/// nginx as a child process; stopped (by its PID) when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+    prefix: PathBuf,
+}
+
+impl Nginx {
+    fn start(root: &Path) -> Result<Nginx> {
+        let nginx = find_in_path("nginx").ok_or("nginx not found (apt-get install nginx)")?;
+        let prefix = root.join("nginx");
+        std::fs::create_dir_all(prefix.join("logs"))
+            .map_err(|e| format!("creating {}: {e}", prefix.display()))?;
+        let mut last_error = String::new();
+        // The free port is found by binding :0 and releasing it; retry if another process
+        // takes it first.
+        for _ in 0..3 {
+            let port = free_port()?;
+            let conf = prefix.join("nginx.conf");
+            std::fs::write(&conf, nginx_conf(root, &prefix, port))
+                .map_err(|e| format!("writing {}: {e}", conf.display()))?;
+            let error_log = prefix.join("logs").join("error.log");
+            let child = Command::new(&nginx)
+                .arg("-p")
+                .arg(&prefix)
+                .arg("-c")
+                .arg(&conf)
+                .arg("-e")
+                .arg(&error_log)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(
+                    std::fs::File::create(prefix.join("logs").join("stderr.log"))
+                        .map(Stdio::from)
+                        .unwrap_or_else(|_| Stdio::null()),
+                )
+                .spawn()
+                .map_err(|e| format!("starting {}: {e}", nginx.display()))?;
+            let mut server = Nginx {
+                child,
+                port,
+                prefix: prefix.clone(),
+            };
+            match server.wait_ready(Duration::from_secs(10)) {
+                Ok(()) => {
+                    eprintln!(
+                        "nginx (pid {}) serving on 127.0.0.1:{port}",
+                        server.child.id()
+                    );
+                    return Ok(server);
+                }
+                Err(error) => last_error = error, // dropping `server` stops it
+            }
+        }
+        Err(format!("nginx did not start: {last_error}"))
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> Result<()> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("nginx exited with {status}: {}", self.logs()));
+            }
+            if let Ok(status) = http_status(self.port, "/site/0") {
+                if status == 200 {
+                    return Ok(());
+                }
+                return Err(format!("nginx answered GET /site/0 with status {status}"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "nginx did not answer within {limit:?}: {}",
+                    self.logs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn logs(&self) -> String {
+        let mut text = String::new();
+        for name in ["stderr.log", "error.log"] {
+            if let Ok(log) = std::fs::read_to_string(self.prefix.join("logs").join(name)) {
+                text.push_str(log.trim());
+                text.push(' ');
+            }
+        }
+        text
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let pid = self.child.id();
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SIGTERM: the master stops its worker, then exits. SIGKILL if it takes too long.
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("nginx (pid {pid}) did not stop on SIGTERM; killing it");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx_conf(root: &Path, prefix: &Path, port: u16) -> String {
+    let p = prefix.display();
+    let user = if is_root() { "user root;\n" } else { "" };
+    format!(
+        "{user}worker_processes 1;
+daemon off;
+pid {p}/nginx.pid;
+error_log {p}/logs/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    default_type text/html;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 10000;
+    keepalive_timeout 65;
+    client_body_temp_path {p}/client_body;
+    proxy_temp_path {p}/proxy;
+    fastcgi_temp_path {p}/fastcgi;
+    uwsgi_temp_path {p}/uwsgi;
+    scgi_temp_path {p}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {www};
+        location / {{ }}
+    }}
+}}
+",
+        www = root.join("www").display()
+    )
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+fn free_port() -> Result<u16> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|addr| addr.port())
+        .map_err(|e| format!("finding a free port: {e}"))
+}
+
+/// One HTTP/1.0 GET; returns the status code.
+fn http_status(port: u16, path: &str) -> std::io::Result<u16> {
+    let addr = ([127, 0, 0, 1], port).into();
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut head = [0_u8; 64];
+    let mut len = 0;
+    while len < 12 {
+        let read = stream.read(&mut head[len..])?;
+        if read == 0 {
+            break;
+        }
+        len += read;
+    }
+    let line = String::from_utf8_lossy(&head[..len]);
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {line:?}")))
+}
+
+struct Run {
+    wall: f64,
+    user: f64,
+    sys: f64,
+    rss_kb: u64,
+    succeeded: u64,
+}
+
+impl Run {
+    fn pages_per_sec(&self, n: u64) -> f64 {
+        n as f64 / self.wall.max(1e-9)
+    }
+    fn cpu_ms_per_page(&self, n: u64) -> f64 {
+        (self.user + self.sys) * 1e3 / n as f64
+    }
+    fn rss_mb(&self) -> f64 {
+        self.rss_kb as f64 / 1024.0
+    }
+}
+
+fn trawl_args(data: &Path, urls: &Path, out: &Path) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec!["--data-dir".into(), data.into()];
+    for arg in [
+        "run",
+        "--quiet",
+        "--allow-private-network",
+        "--file",
+    ] {
+        args.push(arg.into());
+    }
+    args.push(urls.into());
+    args.push("--out".into());
+    args.push(out.into());
+    args.push("--cache-ttl".into());
+    args.push("0".into());
+    args
+}
+
+fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<Run> {
+    let dir = root.join(format!("run{i}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let (data, out) = (dir.join("data"), dir.join("out"));
+    let time_file = dir.join("time.txt");
+    let mut command = Command::new(GNU_TIME);
+    command
+        .arg("-o")
+        .arg(&time_file)
+        .args(["-f", "%e %U %S %M"])
+        .arg(TRAWL)
+        .args(trawl_args(&data, urls, &out));
+    let (status, stdout, stderr) = run_bounded(command, &dir, settings.timeout)?;
+    if !status {
+        return Err(format!(
+            "run {i}: trawl failed\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            tail(&stdout, 40),
+            tail(&stderr, 40)
+        ));
+    }
+    let times = std::fs::read_to_string(&time_file)
+        .map_err(|e| format!("reading {}: {e}", time_file.display()))?;
+    let fields: Vec<&str> = times
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let parse = |index: usize| -> Result<f64> {
+        fields
+            .get(index)
+            .and_then(|value| value.parse::<f64>().ok())
+            .ok_or_else(|| format!("cannot read GNU time's output {times:?}"))
+    };
+    let (wall, user, sys, rss_kb) = (parse(0)?, parse(1)?, parse(2)?, parse(3)? as u64);
+    if !stderr.trim().is_empty() {
+        eprintln!("run {i}: trawl stderr:\n{}", tail(&stderr, 20));
+    }
+    let last_stdout = stdout.lines().rev().take(3).collect::<Vec<_>>();
+    for line in last_stdout.iter().rev() {
+        eprintln!("run {i}: trawl: {line}");
+    }
+
+    let (lines, succeeded, errors) = check_output(&out.join("pages.jsonl"))?;
+    let n = settings.pages;
+    if lines != n {
+        return Err(format!(
+            "run {i}: pages.jsonl has {lines} lines for {n} URLs (errors: {errors:?})"
+        ));
+    }
+    if succeeded != n {
+        eprintln!(
+            "\n!!!!! run {i}: ONLY {succeeded} OF {n} PAGES SUCCEEDED; errors by code: {errors:?} !!!!!\n"
+        );
+    }
+    let data_mb = dir_size(&data) as f64 / 1e6;
+    eprintln!(
+        "run {i}: data dir {data_mb:.1} MB, out dir {:.1} MB",
+        dir_size(&out) as f64 / 1e6
+    );
+    // Free the disk before the next run.
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Run {
+        wall,
+        user,
+        sys,
+        rss_kb,
+        succeeded,
+    })
+}
+
+/// Runs `command` in its own process group with stdout and stderr to files in `dir`; kills
+/// the group after `limit`. Returns (success, stdout, stderr).
+fn run_bounded(mut command: Command, dir: &Path, limit: Duration) -> Result<(bool, String, String)> {
+    let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
+    let stdout = std::fs::File::create(&out_path).map_err(|e| format!("{e}"))?;
+    let stderr = std::fs::File::create(&err_path).map_err(|e| format!("{e}"))?;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {command:?}: {e}"))?;
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let pid = child.id();
+                // The group is the child's own PID (process_group(0)).
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{pid}")])
+                    .status();
+                let _ = child.wait();
+                let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+                return Err(format!(
+                    "{command:?} did not finish within {limit:?} (TRAWL_BENCH_TIMEOUT); killed.\n--- stderr ---\n{}",
+                    tail(&err, 40)
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for {command:?}: {e}")),
+        }
+    };
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    Ok((status.success(), out, err))
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Returns (lines, succeeded, errors by code) of a pages.jsonl.
+fn check_output(path: &Path) -> Result<(u64, u64, HashMap<String, u64>)> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let (mut lines, mut succeeded) = (0, 0);
+    let mut errors: HashMap<String, u64> = HashMap::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        lines += 1;
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| format!("{}: line {lines} is not JSON: {e}", path.display()))?;
+        match value.get("error") {
+            None | Some(serde_json::Value::Null) => succeeded += 1,
+            Some(error) => {
+                let code = error["code"].as_str().unwrap_or("?").to_owned();
+                *errors.entry(code).or_default() += 1;
+            }
+        }
+    }
+    Ok((lines, succeeded, errors))
+}
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&entry.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, after: &str) {
+    let n = settings.pages;
+    let cores = std::thread::available_parallelism().map_or(0, |c| c.get());
+    let mut s = String::new();
+    let _ = writeln!(s, "\n== trawl pipeline benchmark ==");
+    let _ = writeln!(
+        s,
+        "machine: {cores} cores, {}; load average before {before}, after {after}",
+        cpu_model()
+    );
+    let _ = writeln!(
+        s,
+        "site: {n} pages, {:.1} MB (mean {:.1} KB), nginx on 127.0.0.1; trawl {}",
+        site_bytes as f64 / 1e6,
+        site_bytes as f64 / n as f64 / 1e3,
+        TRAWL
+    );
+    let _ = writeln!(
+        s,
+        "command: trawl --data-dir <fresh> run --quiet --allow-private-network --file urls.txt --out <dir> --cache-ttl 0\n"
+    );
+    let _ = writeln!(
+        s,
+        "{:<8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>12}",
+        "run", "wall s", "user s", "sys s", "pages/s", "CPU ms/pg", "peak RSS MB", "succeeded"
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{:<8} {:>8.2} {:>8.2} {:>8.2} {:>8.0} {:>10.2} {:>12.0} {:>12}",
+            i + 1,
+            run.wall,
+            run.user,
+            run.sys,
+            run.pages_per_sec(n),
+            run.cpu_ms_per_page(n),
+            run.rss_mb(),
+            format!("{}/{n}", run.succeeded),
+        );
+    }
+    let med = |f: &dyn Fn(&Run) -> f64| median(runs.iter().map(f).collect());
+    let (wall, user, sys) = (med(&|r| r.wall), med(&|r| r.user), med(&|r| r.sys));
+    let pps = med(&|r| r.pages_per_sec(n));
+    let cpu = med(&|r| r.cpu_ms_per_page(n));
+    let rss = med(&|r| r.rss_mb());
+    let _ = writeln!(
+        s,
+        "{:<8} {:>8.2} {:>8.2} {:>8.2} {:>8.0} {:>10.2} {:>12.0}",
+        "median", wall, user, sys, pps, cpu, rss
+    );
+    let _ = writeln!(s, "\n{:<22} {:>10} {:>10} {:>22}", "metric (median)", "value", "target", "ratio");
+    let _ = writeln!(
+        s,
+        "{:<22} {:>10.0} {:>10} {:>22}",
+        "pages/s",
+        pps,
+        ">= 400",
+        format!("{:.2}x target {}", pps / TARGET_PAGES_PER_SEC, verdict(pps >= TARGET_PAGES_PER_SEC))
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>10.2} {:>10} {:>22}",
+        "CPU ms/page",
+        cpu,
+        "<= 2.5",
+        format!("{:.2}x target {}", cpu / TARGET_CPU_MS_PER_PAGE, verdict(cpu <= TARGET_CPU_MS_PER_PAGE))
+    );
+    let _ = writeln!(
+        s,
+        "{:<22} {:>10.0} {:>10} {:>22}",
+        "peak RSS MB",
+        rss,
+        "< 300",
+        format!("{:.2}x target {}", rss / TARGET_RSS_MB, verdict(rss < TARGET_RSS_MB))
+    );
+    let failed: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.succeeded != n)
+        .map(|(i, r)| format!("run {}: {}/{n}", i + 1, r.succeeded))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(s, "\n!!!!! NOT ALL PAGES SUCCEEDED: {} !!!!!", failed.join(", "));
+    }
+    println!("{s}");
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "(met)" } else { "(MISSED)" }
+}
+
+// ---------------------------------------------------------------------------------------
+// Profile
+
+fn profile(settings: &Settings, root: &Path, urls: &Path) -> Result<()> {
+    println!("== profile ==");
+    let Some(perf) = find_in_path("perf") else {
+        println!("perf is not installed (apt-get install linux-perf): no profile.");
+        return Ok(());
+    };
+    let dir = root.join("profile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let data = dir.join("perf.data");
+    let mut command = Command::new(&perf);
+    command.args(["record", "-e", "cpu-clock"]);
+    // DWARF unwinding copies the stack per sample: sample less often to bound the file.
+    match settings.callgraph.as_str() {
+        "fp" => command.args(["-F", "999", "-g"]),
+        _ => command.args(["-F", "499", "--call-graph", "dwarf,16384"]),
+    };
+    command
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(TRAWL)
+        .args(trawl_args(&dir.join("data"), urls, &dir.join("out")));
+    let started = Instant::now();
+    let (ok, _, stderr) = run_bounded(command, &dir, settings.timeout * 2)?;
+    if !ok || !data.exists() {
+        println!(
+            "perf record failed (is perf_event_paranoid too strict, or perf unsupported here?):\n{}",
+            tail(&stderr, 20)
+        );
+        return Ok(());
+    }
+    let (lines, succeeded, _) = check_output(&dir.join("out").join("pages.jsonl"))?;
+    println!(
+        "perf record -e cpu-clock ({}) over the same {} URLs: {:.1} s, {succeeded}/{lines} succeeded, {:.0} MB of samples",
+        if settings.callgraph == "fp" { "-F 999 -g" } else { "-F 499 --call-graph dwarf" },
+        settings.pages,
+        started.elapsed().as_secs_f64(),
+        std::fs::metadata(&data).map_or(0, |m| m.len()) as f64 / 1e6
+    );
+    if let Some(note) = stderr.lines().find(|l| l.contains("kernel") || l.contains("paranoid")) {
+        println!("perf: {note}");
+    }
+
+    // Flat self time by object and symbol.
+    let flat = Command::new(&perf)
+        .arg("report")
+        .arg("-i")
+        .arg(&data)
+        .args(["--stdio", "--no-children", "--sort", "dso,symbol", "-g", "none"])
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("perf report: {e}"))?;
+    let flat = String::from_utf8_lossy(&flat.stdout);
+    println!("\n-- perf report --stdio --no-children --sort dso,symbol (self time, first 80 lines) --");
+    for line in flat.lines().take(80) {
+        println!("{line}");
+    }
+
+    // Phases from whole call stacks.
+    let script = Command::new(&perf)
+        .arg("script")
+        .arg("-i")
+        .arg(&data)
+        .args(["-F", "comm,period,ip,sym,dso", "--no-inline"])
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("perf script: {e}"))?;
+    let script = String::from_utf8_lossy(&script.stdout);
+    let phases = phases_from_script(&script);
+    print_phases(&phases);
+    Ok(())
+}
+
+/// The phase a sample belongs to: the innermost frame (leaf first) that names one. Generic
+/// frames (allocator, memcpy, std, tokio scheduler, dom_query tree/selector helpers) name no
+/// phase, so their time goes to the caller that does.
+fn phase_of_frame(sym: &str, dso: &str) -> Option<&'static str> {
+    let has = |needle: &str| sym.contains(needle);
+    if has("ZSTD_") || has("zstd::") || has("zstd_safe") || dso.contains("libzstd") {
+        return Some("compress (zstd)");
+    }
+    if has("sqlite3") || has("sqlx") || dso.contains("libsqlite") {
+        return Some("store (sqlite/sqlx)");
+    }
+    if has("apalis") {
+        return Some("queue (apalis)");
+    }
+    if has("dom_query::serializing::md") || has("MDSerializer") {
+        return Some("markdown (dom_query md)");
+    }
+    if has("html5ever::serialize") || has("SerializableNodeRef") || has("::serialize_html")
+    {
+        return Some("extract: article HTML serialisation");
+    }
+    if has("text_formatting") || has("formatted_text") {
+        return Some("markdown (dom_query md)");
+    }
+    if has("html5ever")
+        || has("markup5ever")
+        || has("tendril")
+        || has("encoding_rs")
+        || has("trawl_workers::web::charset")
+        || has("dom_query::document::Document::from")
+        || has("dom_query::document::Document as core::convert::From")
+    {
+        return Some("parse (html5ever/dom_query)");
+    }
+    if has("dom_smoothie") {
+        return Some("extract (dom_smoothie)");
+    }
+    if has("trawl_workers::web::prune") {
+        return Some("extract: prune (trawl)");
+    }
+    if has("trawl_workers::web::extract") || has("trawl_workers::web::blockpage") {
+        return Some("extract: links/meta/outline (trawl)");
+    }
+    if has("reqwest")
+        || has("hyper")
+        || has("h2::")
+        || has("rustls")
+        || has("aws_lc")
+        || has("tokio::net")
+        || has("mio::")
+        || has("http_body")
+        || has("async_compression")
+        || has("trawl_workers::web::client")
+        || has("trawl_workers::web::dns")
+        || has("trawl_workers::web::ssrf")
+        || has("tokio::io::poll_evented")
+    {
+        return Some("fetch (reqwest/hyper/tokio io)");
+    }
+    if has("trawl::store") {
+        return Some("store (sqlite/sqlx)");
+    }
+    if has("trawl::cli::run::Output") {
+        return Some("output (pages.jsonl, files)");
+    }
+    if has("trawl::cli::run") {
+        return Some("run loop (trawl::cli::run)");
+    }
+    if has("trawl::runner") || has("trawl_workers::fetch") {
+        return Some("runner (results, JSON)");
+    }
+    None
+}
+
+struct Phases {
+    total: u64,
+    by_phase: HashMap<&'static str, u64>,
+    by_comm: HashMap<String, u64>,
+    other_leaf: HashMap<String, u64>,
+    depths: Vec<usize>,
+}
+
+fn phases_from_script(script: &str) -> Phases {
+    let mut phases = Phases {
+        total: 0,
+        by_phase: HashMap::new(),
+        by_comm: HashMap::new(),
+        other_leaf: HashMap::new(),
+        depths: Vec::new(),
+    };
+    let mut comm = String::new();
+    let mut period = 1_u64;
+    let mut frames: Vec<(String, String)> = Vec::new();
+    let mut flush = |comm: &str, period: u64, frames: &mut Vec<(String, String)>| {
+        if comm.is_empty() && frames.is_empty() {
+            return;
+        }
+        phases.total += period;
+        *phases.by_comm.entry(comm_group(comm)).or_default() += period;
+        phases.depths.push(frames.len());
+        let phase = frames
+            .iter()
+            .find_map(|(sym, dso)| phase_of_frame(sym, dso))
+            .unwrap_or_else(|| {
+                if comm.starts_with("sqlx-sqlite") {
+                    "store (sqlite/sqlx)"
+                } else if frames
+                    .iter()
+                    .any(|(sym, _)| sym.contains("tokio::runtime") || sym.contains("std::thread"))
+                {
+                    "other: runtime/scheduler/alloc"
+                } else {
+                    "other: unattributed"
+                }
+            });
+        if phase.starts_with("other") {
+            let leaf = frames
+                .first()
+                .map(|(sym, dso)| format!("{} [{}]", short_symbol(sym), short_dso(dso)))
+                .unwrap_or_else(|| "(no frames)".to_owned());
+            *phases.other_leaf.entry(leaf).or_default() += period;
+        }
+        *phases.by_phase.entry(phase).or_default() += period;
+        frames.clear();
+    };
+    for line in script.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) {
+            // A sample header: "comm  period" (period last).
+            flush(&comm, period, &mut frames);
+            let mut words: Vec<&str> = line.split_whitespace().collect();
+            period = words
+                .last()
+                .and_then(|w| w.trim_end_matches(':').parse().ok())
+                .unwrap_or(1);
+            if words.len() > 1 {
+                words.pop();
+            }
+            comm = words.join(" ");
+            continue;
+        }
+        // A frame: "<ip> <symbol+off> (<dso>)".
+        let line = line.trim();
+        let rest = line.split_once(' ').map_or("", |(_, rest)| rest);
+        let (sym, dso) = match rest.rfind(" (") {
+            Some(at) => (&rest[..at], rest[at + 2..].trim_end_matches(')')),
+            None => (rest, ""),
+        };
+        frames.push((sym.to_owned(), dso.to_owned()));
+    }
+    flush(&comm, period, &mut frames);
+    phases
+}
+
+fn comm_group(comm: &str) -> String {
+    let trimmed = comm.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+    if trimmed.is_empty() {
+        comm.to_owned()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+fn short_symbol(sym: &str) -> String {
+    let sym = sym.split('+').next().unwrap_or(sym);
+    let sym = match sym.rfind("::h") {
+        Some(at) if sym[at + 3..].chars().all(|c| c.is_ascii_hexdigit()) => &sym[..at],
+        _ => sym,
+    };
+    sym.chars().take(90).collect()
+}
+
+fn short_dso(dso: &str) -> String {
+    Path::new(dso)
+        .file_name()
+        .map_or(dso.to_owned(), |name| name.to_string_lossy().into_owned())
+}
+
+fn print_phases(phases: &Phases) {
+    if phases.total == 0 {
+        println!("perf script gave no samples: no phase breakdown.");
+        return;
+    }
+    let pct = |v: u64| 100.0 * v as f64 / phases.total as f64;
+    let mut depths = phases.depths.clone();
+    depths.sort_unstable();
+    let median_depth = depths.get(depths.len() / 2).copied().unwrap_or(0);
+    println!(
+        "\n-- where the time goes (user-space CPU samples by phase; each sample goes to the innermost frame that names a phase) --"
+    );
+    println!(
+        "{} samples, median stack depth {median_depth}{}",
+        phases.depths.len(),
+        if median_depth < 6 {
+            " (shallow stacks: unwinding failed, phases are unreliable; try TRAWL_BENCH_CALLGRAPH=dwarf)"
+        } else {
+            ""
+        }
+    );
+    let mut rows: Vec<(&str, u64)> = phases.by_phase.iter().map(|(k, v)| (*k, *v)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    for (phase, value) in &rows {
+        println!("  {:<42} {:>6.1} %", phase, pct(*value));
+    }
+    println!("\n  by thread:");
+    let mut rows: Vec<(&String, &u64)> = phases.by_comm.iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(a.1));
+    for (comm, value) in rows.iter().take(8) {
+        println!("  {:<42} {:>6.1} %", comm, pct(**value));
+    }
+    println!("\n  top leaf symbols of 'other':");
+    let mut rows: Vec<(&String, &u64)> = phases.other_leaf.iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(a.1));
+    for (leaf, value) in rows.iter().take(12) {
+        println!("  {:>6.1} %  {}", pct(**value), leaf);
+    }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine as root: installs what is missing, checks
+# formatting, lints, docs, then runs every test inside a private network namespace (loopback
+# only), so a regression in the SSRF guard can never send a packet off the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/trawl-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+missing=()
+command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+  else
+    echo "test: please install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+command -v cargo >/dev/null 2>&1 || { echo "test: needs a Rust toolchain (https://rustup.rs)" >&2; exit 1; }
+for component in rustfmt clippy; do
+  cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"
+done
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --all-features --locked
+step "build the tests"
+cargo test --workspace --all-features --locked --no-run
+
+step "cargo test (in a private network namespace: loopback only)"
+if ! unshare -rn true 2>/dev/null; then
+  echo "test: cannot create a network namespace (unshare -rn); the SSRF tests must not run outside one" >&2
+  exit 1
+fi
+unshare -rn sh -c 'ip link set lo up && exec cargo test --workspace --all-features --locked --offline "$@"' sh "$@"
