@@ -3,6 +3,7 @@
 //!
 //! Not here: any behaviour a test or the API would also need (that lives in the library).
 
+mod config;
 mod extract;
 mod read;
 mod run;
@@ -45,6 +46,8 @@ pub enum Command {
     Read(read::Args),
     /// Show job counts by status, or one job's record.
     Status(status::Args),
+    /// Print the configuration in force as TOML (defaults, trawl.toml, TRAWL_* env).
+    Config,
 }
 
 /// Runs the parsed command line.
@@ -61,5 +64,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,
+        Command::Config => config::run(&load(&cli)?),
     }
 }

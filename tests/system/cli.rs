@@ -242,3 +242,23 @@ async fn bad_configuration_is_a_clear_error() {
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("--file"), "{}", stderr(&none));
 }
+
+#[tokio::test]
+async fn the_readme_documents_every_configuration_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = output(trawl(dir.path()).arg("config")).await;
+    assert!(config.status.success(), "{}", stderr(&config));
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let mut section = String::new();
+    let mut keys = 0;
+    for line in stdout(&config).lines() {
+        if let Some(name) = line.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+            section = format!("{name}.");
+        } else if let Some((key, _)) = line.split_once(" = ") {
+            let key = format!("`{section}{}`", key.trim());
+            assert!(readme.contains(&key), "README.md does not document {key}");
+            keys += 1;
+        }
+    }
+    assert!(keys > 20, "trawl config printed {keys} keys");
+}
