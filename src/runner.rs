@@ -13,6 +13,7 @@ use std::time::Duration;
 use apalis::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tracing::Instrument as _;
 use trawl_workers::fetch;
 use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
 use trawl_workers::web::normalize::normalize_url;
@@ -166,8 +167,15 @@ async fn handle(envelope: Envelope, context: Data<Arc<Context>>) -> Result<(), B
 
 /// Runs one delivered job to its end (or to the next retry) and records the outcome.
 pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
-    let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), url = %envelope.job.url());
-    let _entered = span.enter();
+    // Logs carry the URL's origin only: paths and queries may hold tokens.
+    let origin = url::Url::parse(envelope.job.url())
+        .map(|url| trawl_workers::web::client::origin_of(&url))
+        .unwrap_or_else(|_| "invalid-url".to_owned());
+    let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), origin = %origin);
+    process_in_span(context, envelope).instrument(span).await
+}
+
+async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
     let mut attempt = context.store.begin_attempt(&envelope.id).await?;
     loop {
         let (number, max) = match attempt {

@@ -209,43 +209,61 @@ fn collect_links(document: &Document, page_url: &Url) -> Vec<String> {
     links
 }
 
-/// Reads description, language, canonical URL, publication date and author from the head.
+/// Where each metadata field may come from, in order of preference (`name`, `property` or
+/// `itemprop` values of `<meta>`, lowercased).
+const DESCRIPTION_KEYS: &[&str] = &["description", "og:description", "twitter:description"];
+const PUBLISHED_KEYS: &[&str] = &["article:published_time", "date", "dc.date", "datepublished"];
+const AUTHOR_KEYS: &[&str] = &["author", "article:author"];
+
+/// Reads description, language, canonical URL, publication date and author. One pass over
+/// the `<meta>` and `<link>` elements (each `select` walks the whole tree).
 fn read_meta(document: &Document, page_url: &Url) -> Meta {
-    let meta_content = |selectors: &[&str]| -> Option<String> {
-        selectors.iter().find_map(|selector| {
-            document
-                .select(selector)
-                .attr("content")
-                .map(|value| collapse_whitespace(&value))
-                .filter(|value| !value.is_empty())
-        })
+    let mut found: Vec<(String, String)> = Vec::new();
+    let mut canonical = None;
+    for node in document.select("meta[content], link[rel][href]").iter() {
+        if node.node_name().is_some_and(|name| name.eq_ignore_ascii_case("link")) {
+            let is_canonical = node
+                .attr("rel")
+                .is_some_and(|rel| rel.split_ascii_whitespace().any(|token| token.eq_ignore_ascii_case("canonical")));
+            if is_canonical && canonical.is_none() {
+                canonical = node
+                    .attr("href")
+                    .and_then(|href| page_url.join(href.trim()).ok())
+                    .filter(|url| matches!(url.scheme(), "http" | "https"))
+                    .map(|url| url.to_string());
+            }
+            continue;
+        }
+        let Some(content) = node.attr("content").map(|value| collapse_whitespace(&value)) else {
+            continue;
+        };
+        if content.is_empty() {
+            continue;
+        }
+        for attribute in ["name", "property", "itemprop"] {
+            if let Some(key) = node.attr(attribute) {
+                found.push((key.trim().to_ascii_lowercase(), content.clone()));
+            }
+        }
+    }
+    let pick = |keys: &[&str]| -> Option<String> {
+        keys.iter()
+            .find_map(|key| found.iter().find(|(found_key, _)| found_key == key).map(|(_, value)| value.clone()))
     };
-    let canonical = document
-        .select("link[rel~=canonical][href]")
-        .attr("href")
-        .and_then(|href| page_url.join(href.trim()).ok())
-        .filter(|url| matches!(url.scheme(), "http" | "https"))
-        .map(|url| url.to_string());
+    // The <html> element is a child of the document root: no tree walk needed.
     let lang = document
-        .select("html[lang]")
-        .attr("lang")
+        .root()
+        .element_children()
+        .into_iter()
+        .find_map(|element| element.attr("lang"))
         .map(|lang| lang.trim().to_owned())
         .filter(|lang| !lang.is_empty());
     Meta {
-        description: meta_content(&[
-            "meta[name=description]",
-            "meta[property='og:description']",
-            "meta[name='twitter:description']",
-        ]),
+        description: pick(DESCRIPTION_KEYS),
         lang,
         canonical,
-        published: meta_content(&[
-            "meta[property='article:published_time']",
-            "meta[name=date]",
-            "meta[name='dc.date']",
-            "meta[itemprop=datePublished]",
-        ]),
-        author: meta_content(&["meta[name=author]", "meta[property='article:author']"]),
+        published: pick(PUBLISHED_KEYS),
+        author: pick(AUTHOR_KEYS),
     }
 }
 
