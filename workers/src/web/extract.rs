@@ -220,7 +220,7 @@ const AUTHOR_KEYS: &[&str] = &["author", "article:author"];
 fn read_meta(document: &Document, page_url: &Url) -> Meta {
     let mut found: Vec<(String, String)> = Vec::new();
     let mut canonical = None;
-    for node in document.select("meta[content], link[rel][href]").iter() {
+    for node in document.select("meta[content], link[rel][href]").nodes() {
         if node.node_name().is_some_and(|name| name.eq_ignore_ascii_case("link")) {
             let is_canonical = node
                 .attr("rel")
