@@ -35,9 +35,22 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-it
 step "build the tests"
 cargo test --workspace --all-features --locked --no-run
 
+# schemathesis (PyPI), pinned, in a virtualenv of its own; installed before entering the
+# network namespace, which has no route to the package index.
+venv="${TRAWL_VENV:-$HOME/.cache/trawl-venv}"
+if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5"; then
+  step "install schemathesis 4.32.5 into $venv"
+  command -v python3 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
+  python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
+  "$venv/bin/pip" install -q "schemathesis==4.32.5"
+fi
+
 step "cargo test (in a private network namespace: loopback only)"
 if ! unshare -rn true 2>/dev/null; then
   echo "test: cannot create a network namespace (unshare -rn); the SSRF tests must not run outside one" >&2
   exit 1
 fi
 unshare -rn sh -c 'ip link set lo up && exec cargo test --workspace --all-features --locked --offline "$@"' sh "$@"
+
+step "schemathesis against /openapi.json (in a private network namespace)"
+unshare -rn sh -c 'ip link set lo up && exec scripts/schemathesis.sh "$1" "$2"' sh "$CARGO_TARGET_DIR/debug/trawl" "$venv/bin/st"

@@ -12,7 +12,7 @@ use figment::providers::{Env, Format as _, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use trawl_workers::{fetch, web};
 
-use crate::runner;
+use crate::{api, runner, webhooks};
 
 /// The file read when `--config` is not given (ignored when absent).
 pub const DEFAULT_CONFIG_FILE: &str = "trawl.toml";
@@ -33,6 +33,10 @@ pub struct Config {
     pub fetch: fetch::Config,
     /// Worker pools and retries.
     pub runner: runner::Config,
+    /// The HTTP API.
+    pub api: api::Config,
+    /// Webhook signing and delivery.
+    pub webhooks: webhooks::Config,
 }
 
 impl Default for Config {
@@ -44,7 +48,39 @@ impl Default for Config {
             ssrf: web::Policy::default(),
             fetch: fetch::Config::default(),
             runner: runner::Config::default(),
+            api: api::Config::default(),
+            webhooks: webhooks::Config::default(),
         }
+    }
+}
+
+/// A secret value (a token, a signing key): deserialised from a plain string, never shown by
+/// `Debug` or serialised back (so `trawl config` and logs print `[redacted]`).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    /// Returns the value, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("[redacted]")
     }
 }
 
@@ -89,6 +125,8 @@ impl Config {
         self.http.validate().map_err(Error::Invalid)?;
         self.fetch.validate().map_err(Error::Invalid)?;
         self.runner.validate().map_err(Error::Invalid)?;
+        self.api.validate().map_err(Error::Invalid)?;
+        self.webhooks.validate().map_err(Error::Invalid)?;
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;

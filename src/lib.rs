@@ -7,18 +7,26 @@
 //! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite).
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
-//! - `pages`: reading stored pages by line range.
+//! - `cache`: fresh pages, in an in-process LRU over the store.
+//! - `pages`: reading stored pages by line range; grep.
+//! - `api`: the HTTP API (axum), its errors, auth and OpenAPI document.
+//! - `webhooks`: signed event delivery through the SSRF guard.
+//! - `metrics`: Prometheus counters and histograms.
 //! - `cli`: one file per subcommand.
 //! - `telemetry`: logging setup.
 //!
 //! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
-//! only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
+//! only, axum by `api` (and `cli/serve.rs`, which starts it) only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
 //! records one result. Jobs carry ids, URLs and options, never page bodies.
 
+pub mod api;
+pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod runner;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;

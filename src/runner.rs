@@ -8,18 +8,22 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use apalis::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::sync::broadcast;
 use tracing::Instrument as _;
 use trawl_workers::fetch;
-use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
+use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Job, JobError};
 use trawl_workers::web::normalize::normalize_url;
 
+use crate::cache::{CachedPage, PageCache};
+use crate::metrics::Metrics;
 use crate::queue::{Envelope, Queue};
-use crate::store::{self, Attempt, NewPage, Outcome, Store};
+use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Store};
+use crate::webhooks::{Event, EventType, Webhooks};
 
 /// How the pools run. Every field is a `trawl.toml` key under `[runner]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +43,8 @@ pub struct Config {
     pub heartbeat_secs: u64,
     /// Missed heartbeats before a silent worker's jobs are handed to another.
     pub missed_heartbeats: usize,
+    /// Bytes of page text the in-process page cache keeps (0 keeps none in memory).
+    pub page_cache_bytes: usize,
 }
 
 impl Default for Config {
@@ -51,6 +57,7 @@ impl Default for Config {
             poll_interval_ms: 100,
             heartbeat_secs: 5,
             missed_heartbeats: 3,
+            page_cache_bytes: 64 << 20,
         }
     }
 }
@@ -113,6 +120,30 @@ pub struct Context {
     pub fetch: fetch::Deps,
     /// Retry and pool settings.
     pub config: Config,
+    /// Fresh pages, in memory and in the store.
+    pub cache: PageCache,
+    /// Counters and histograms.
+    pub metrics: Metrics,
+    /// The id of every job that ends in this process (the API waits on these).
+    pub ended: broadcast::Sender<String>,
+    /// Where job and batch events are POSTed, when configured.
+    pub webhooks: Option<Webhooks>,
+}
+
+impl Context {
+    /// A context with a fresh page cache and metrics, and no webhooks.
+    pub fn new(store: Store, fetch: fetch::Deps, config: Config) -> Context {
+        let (ended, _) = broadcast::channel(1_024);
+        Context {
+            cache: PageCache::new(store.clone(), config.page_cache_bytes),
+            store,
+            fetch,
+            config,
+            metrics: Metrics::new(),
+            ended,
+            webhooks: None,
+        }
+    }
 }
 
 /// Runs the fetch pool on `queue` until `shutdown` completes. Jobs not yet started stay in
@@ -176,44 +207,61 @@ pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store
 }
 
 async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
-    let mut attempt = context.store.begin_attempt(&envelope.id).await?;
+    let started = Instant::now();
+    let attempt = context.store.begin_attempt(&envelope.id).await?;
+    if let Attempt::Run { number: 1, .. } = attempt {
+        announce_start(context, envelope);
+    }
+    let ended = run_attempts(context, envelope, attempt).await?;
+    if ended {
+        announce_end(context, envelope, started).await?;
+    }
+    Ok(())
+}
+
+/// Runs attempts until the job ends or another delivery owns it. Returns true when this
+/// delivery ended the job (so its end is announced once).
+async fn run_attempts(
+    context: &Context,
+    envelope: &Envelope,
+    first: Attempt,
+) -> Result<bool, store::Error> {
+    let mut attempt = first;
     loop {
         let (number, max) = match attempt {
             Attempt::Run { number, max } => (number, max),
-            Attempt::AlreadyEnded | Attempt::Unknown => return Ok(()),
+            Attempt::Cancelled => return Ok(true),
+            Attempt::AlreadyEnded | Attempt::Unknown => return Ok(false),
         };
         if number > max {
             let error = JobError::new(
                 ErrorCode::WorkerLost,
                 format!("the worker running this job was lost in each of its {max} attempts"),
             );
-            context
+            return context
                 .store
                 .finish(&envelope.id, &Outcome::Dead(error))
-                .await?;
-            return Ok(());
+                .await;
         }
         let error = match &envelope.job {
             Job::Fetch(job) => match run_fetch(context, &envelope.id, job).await? {
-                Ok(()) => return Ok(()),
+                Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
         };
         if !error.transient {
             tracing::debug!(code = %error.code, "job failed");
-            context
+            return context
                 .store
                 .finish(&envelope.id, &Outcome::Failed(error))
-                .await?;
-            return Ok(());
+                .await;
         }
         if number >= max {
             tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
-            context
+            return context
                 .store
                 .finish(&envelope.id, &Outcome::Dead(error))
-                .await?;
-            return Ok(());
+                .await;
         }
         let retry_after = error.retry_after.map(Duration::from_secs);
         let delay = context.config.backoff(number, retry_after);
@@ -224,39 +272,28 @@ async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), s
     }
 }
 
-/// Serves a fetch from the cache or fetches it, stores the page and ends the job. Returns the
-/// job error when the fetch failed (the caller decides on retries); `Err` is a store failure.
+/// Serves a fetch from the cache or fetches it, stores the page and ends the job (returning
+/// whether this call ended it). Returns the job error when the fetch failed (the caller
+/// decides on retries); `Err` is a store failure.
 async fn run_fetch(
     context: &Context,
     job_id: &str,
     job: &FetchJob,
-) -> Result<Result<(), JobError>, store::Error> {
-    let url = match fetch::check_url(&context.fetch.client, &job.url) {
-        Ok(url) => normalize_url(&url),
+) -> Result<Result<bool, JobError>, store::Error> {
+    let (url, options_hash) = match cache_key(&context.fetch.client, job) {
+        Ok(key) => key,
         Err(error) => return Ok(Err(error)),
     };
     let max_chars = context.fetch.config.max_chars_for(job);
     let ttl = context.fetch.config.cache_ttl_for(job);
-    let options_hash = options_hash(job);
-    if !ttl.is_zero() {
-        let since = jiff::Timestamp::now().as_millisecond() - ttl.as_millis() as i64;
-        if let Some(page) = context
-            .store
-            .cached_page(url.as_str(), &options_hash, since)
-            .await?
-        {
-            let text = context.store.page_text(&page).await?;
-            let mut info = page.info.clone();
-            info.url = job.url.clone();
-            let result =
-                fetch::build_result(&info, &text, &page.id, &page.content_hash, true, max_chars);
-            let outcome = Outcome::Succeeded {
-                result: serde_json::to_value(&result).expect("results serialise"),
-                page_id: Some(page.id.clone()),
-            };
-            context.store.finish(job_id, &outcome).await?;
-            return Ok(Ok(()));
-        }
+    if let Some(hit) = fresh_page(context, job, &url, &options_hash).await? {
+        let result = cached_result(job, &hit, max_chars);
+        let outcome = Outcome::Succeeded {
+            result: serde_json::to_value(&result).expect("results serialise"),
+            page_id: Some(hit.page.id.clone()),
+        };
+        context.metrics.cache_hit();
+        return Ok(Ok(context.store.finish(job_id, &outcome).await?));
     }
     let fetched = match fetch::run(job, &context.fetch).await {
         Ok(fetched) => fetched,
@@ -282,14 +319,165 @@ async fn run_fetch(
     };
     let info = &fetched.info;
     let text = &fetched.text;
-    context
+    let (content_hash, ended) = context
         .store
         .finish_with_page(job_id, page, |content_hash| {
             let result = fetch::build_result(info, text, job_id, content_hash, false, max_chars);
             serde_json::to_value(&result).expect("results serialise")
         })
         .await?;
-    Ok(Ok(()))
+    context.metrics.fetched(fetched.raw.len());
+    if ended && !ttl.is_zero() {
+        let page = PageRecord {
+            id: job_id.to_owned(),
+            content_hash,
+            lines: fetched.text.lines().count() as u64,
+            fetched_at_ms: jiff::Timestamp::now().as_millisecond(),
+            info: fetched.info,
+        };
+        context.cache.insert(
+            url.as_str(),
+            &stored_hash,
+            CachedPage {
+                page,
+                text: fetched.text,
+            },
+        );
+    }
+    Ok(Ok(ended))
+}
+
+/// Checks a fetch job's URL and returns its cache key: the normalised URL and the hash of the
+/// options that change the page.
+pub fn cache_key(
+    client: &trawl_workers::web::Client,
+    job: &FetchJob,
+) -> Result<(url::Url, String), JobError> {
+    let url = fetch::check_url(client, &job.url)?;
+    Ok((normalize_url(&url), options_hash(job)))
+}
+
+/// Returns the fresh cached page for a fetch job, if any (none when its TTL is 0).
+pub async fn fresh_page(
+    context: &Context,
+    job: &FetchJob,
+    url: &url::Url,
+    options_hash: &str,
+) -> Result<Option<Arc<CachedPage>>, store::Error> {
+    let ttl = context.fetch.config.cache_ttl_for(job);
+    if ttl.is_zero() {
+        return Ok(None);
+    }
+    // A TTL longer than the epoch reaches back to its start (no overflow on absurd values).
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    let since = jiff::Timestamp::now()
+        .as_millisecond()
+        .saturating_sub(ttl_ms);
+    context.cache.fresh(url.as_str(), options_hash, since).await
+}
+
+/// The result of a job served from the cache: the stored page, with the job's own URL and
+/// `max_chars`.
+pub fn cached_result(job: &FetchJob, hit: &CachedPage, max_chars: usize) -> FetchResult {
+    let mut info = hit.page.info.clone();
+    info.url = job.url.clone();
+    fetch::build_result(
+        &info,
+        &hit.text,
+        &hit.page.id,
+        &hit.page.content_hash,
+        true,
+        max_chars,
+    )
+}
+
+/// Sends the `started` event of a job with a webhook.
+fn announce_start(context: &Context, envelope: &Envelope) {
+    let (Some(webhooks), Some(webhook)) = (&context.webhooks, &envelope.webhook) else {
+        return;
+    };
+    if let Ok(url) = url::Url::parse(webhook) {
+        let event = webhook_event(
+            EventType::Started,
+            envelope,
+            serde_json::json!({ "url": envelope.job.url() }),
+        );
+        webhooks.deliver(url, event);
+    }
+}
+
+/// Publishes a job's end: the in-process signal, metrics, the job's webhook event, and the
+/// batch's `completed` event when this was its last job.
+async fn announce_end(
+    context: &Context,
+    envelope: &Envelope,
+    started: Instant,
+) -> Result<(), store::Error> {
+    let Some(record) = context.store.job(&envelope.id).await? else {
+        return Ok(());
+    };
+    let _ = context.ended.send(envelope.id.clone());
+    context.metrics.job_ended(
+        &record.kind,
+        record.status.as_str(),
+        Some(started.elapsed().as_secs_f64()),
+    );
+    if let Some(error) = &record.error
+        && error.code == ErrorCode::BlockedDestination
+    {
+        context
+            .metrics
+            .ssrf_blocked(error.evidence.as_deref().unwrap_or("unknown"));
+    }
+    let Some(webhooks) = &context.webhooks else {
+        return Ok(());
+    };
+    if let Some(url) = envelope
+        .webhook
+        .as_deref()
+        .and_then(|url| url::Url::parse(url).ok())
+    {
+        let (kind, data) = match (&record.result, &record.error) {
+            (Some(result), _) => (EventType::Page, result.clone()),
+            (None, error) => (
+                EventType::Failed,
+                serde_json::json!({ "status": record.status, "error": error }),
+            ),
+        };
+        webhooks.deliver(url, webhook_event(kind, envelope, data));
+    }
+    if let Some(batch_id) = &record.batch_id
+        && let Some(summary) = context.store.claim_batch_completion(batch_id).await?
+        && let Some(url) = summary
+            .webhook
+            .as_deref()
+            .and_then(|url| url::Url::parse(url).ok())
+    {
+        let counts: serde_json::Map<String, serde_json::Value> = summary
+            .counts
+            .iter()
+            .map(|(status, count)| (status.as_str().to_owned(), (*count).into()))
+            .collect();
+        let event = Event {
+            r#type: EventType::Completed,
+            job_id: None,
+            batch_id: Some(batch_id.clone()),
+            at: jiff::Timestamp::now().to_string(),
+            data: serde_json::json!({ "counts": counts }),
+        };
+        webhooks.deliver(url, event);
+    }
+    Ok(())
+}
+
+fn webhook_event(kind: EventType, envelope: &Envelope, data: serde_json::Value) -> Event {
+    Event {
+        r#type: kind,
+        job_id: Some(envelope.id.clone()),
+        batch_id: envelope.batch_id.clone(),
+        at: jiff::Timestamp::now().to_string(),
+        data,
+    }
 }
 
 /// Hashes the options that change a fetched page (the second half of the cache key).

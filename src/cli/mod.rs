@@ -7,6 +7,7 @@ mod config;
 mod extract;
 mod read;
 mod run;
+mod serve;
 mod status;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub enum Command {
     /// Fetch URLs in bulk: enqueue all, run the fetch pool in-process, store every page, print
     /// a summary (and write pages.jsonl plus one file per page with --out).
     Run(run::Args),
+    /// Serve the HTTP API, with the worker pools unless --no-pools.
+    Serve(serve::Args),
     /// Extract the main content of one local HTML document to stdout (no network).
     Extract(extract::Args),
     /// Print a stored page, or a range of its lines.
@@ -61,6 +64,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match &cli.command {
         Command::Run(args) => run::run(load(&cli)?, args).await,
+        Command::Serve(args) => serve::run(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,

@@ -115,14 +115,15 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     .context("opening the queue")?;
     let client =
         web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
-    let context = Arc::new(Context {
-        store: store.clone(),
-        fetch: fetch::Deps {
-            client: client.clone(),
-            config: config.fetch.clone(),
-        },
-        config: config.runner.clone(),
-    });
+    let fetch_deps = fetch::Deps {
+        client: client.clone(),
+        config: config.fetch.clone(),
+    };
+    let context = Arc::new(Context::new(
+        store.clone(),
+        fetch_deps,
+        config.runner.clone(),
+    ));
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let pool_queue = queue.clone();
@@ -140,6 +141,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         extract: Format::from(args.format),
         ..FetchJob::new("")
     };
+    template.validate().map_err(anyhow::Error::msg)?;
     let progress = Progress::new(args.quiet);
     let counters = Arc::new(Counters::default());
     let producer = tokio::spawn(produce(
@@ -343,12 +345,16 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
             url: url.clone(),
             params: serde_json::to_value(&job)?,
             max_attempts: deps.max_attempts,
+            webhook: None,
         };
         deps.counters.enqueued.fetch_add(1, Ordering::Relaxed);
         match fetch::check_url(&deps.client, &url) {
             Ok(_) => {
                 new_jobs.push(new_job);
-                envelopes.push(Envelope { id, job });
+                envelopes.push(Envelope {
+                    batch_id: Some(deps.batch_id.clone()),
+                    ..Envelope::new(id, job)
+                });
             }
             Err(error) => deps.store.create_failed_job(&new_job, &error).await?,
         }

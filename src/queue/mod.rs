@@ -14,13 +14,32 @@ use serde::{Deserialize, Serialize};
 use sqlx::sqlite::SqlitePoolOptions;
 use trawl_workers::job::Job;
 
-/// What travels through the queue: the job id (a ULID, the key of every write) and the job.
+/// What travels through the queue: the job id (a ULID, the key of every write), the job, and
+/// where its events go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Envelope {
     /// The job id.
     pub id: String,
     /// The job.
     pub job: Job,
+    /// The batch it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
+    /// Where its events are POSTed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+}
+
+impl Envelope {
+    /// An envelope for a job outside any batch, without a webhook.
+    pub fn new(id: String, job: Job) -> Envelope {
+        Envelope {
+            id,
+            job,
+            batch_id: None,
+            webhook: None,
+        }
+    }
 }
 
 /// The name of the fetch queue under a namespace. Queue names are never derived from Rust
@@ -91,6 +110,12 @@ impl Queue {
             .push_bulk(envelopes)
             .await
             .map_err(|error| Error::Backend(error.to_string()))
+    }
+
+    /// Checks that the queue database answers.
+    pub async fn ping(&self) -> Result<(), Error> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Returns the apalis storage, for the runner's workers.

@@ -10,11 +10,12 @@ mod sqlite;
 
 use serde::{Deserialize, Serialize};
 use trawl_workers::job::{ErrorCode, JobError};
+use utoipa::ToSchema;
 
-pub use sqlite::{Attempt, NewJob, Store};
+pub use sqlite::{Attempt, BatchSummary, Cancel, NewBatch, NewJob, Store};
 
 /// How a job stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Waiting in the queue.
@@ -67,7 +68,7 @@ impl Status {
 }
 
 /// A job as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct JobRecord {
     /// The job id (ULID).
     pub id: String,
@@ -83,7 +84,8 @@ pub struct JobRecord {
     pub attempts: u32,
     /// Attempts allowed.
     pub max_attempts: u32,
-    /// The result, once succeeded.
+    /// The result, once succeeded (a fetch job's is a `FetchResult`).
+    #[schema(value_type = Option<Object>)]
     pub result: Option<serde_json::Value>,
     /// The last error (final once failed or dead).
     pub error: Option<JobError>,

@@ -11,6 +11,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 use trawl_workers::job::JobError;
 
+use serde::Serialize;
+
 use super::{Error, JobRecord, NewPage, Outcome, PageRecord, Status};
 
 /// Largest blob decompressed on read: a guard against a corrupt or hostile database file.
@@ -31,6 +33,43 @@ pub struct NewJob {
     pub params: serde_json::Value,
     /// Attempts allowed.
     pub max_attempts: u32,
+    /// Where the job's events are POSTed.
+    pub webhook: Option<String>,
+}
+
+/// A batch of jobs submitted together.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    /// The batch id (ULID).
+    pub id: String,
+    /// Where the batch's completion is announced.
+    pub webhook: Option<String>,
+    /// Jobs in the batch.
+    pub total: u64,
+}
+
+/// What a cancel request found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// The job was queued and is now cancelled.
+    Cancelled,
+    /// The job is running; it stops at its next safe point.
+    Requested,
+    /// The job had already ended, with this status.
+    AlreadyEnded(Status),
+    /// No such job.
+    Unknown,
+}
+
+/// How a batch ended, counted when its completion is claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchSummary {
+    /// The batch id.
+    pub id: String,
+    /// Where to announce it.
+    pub webhook: Option<String>,
+    /// Jobs by final status.
+    pub counts: Vec<(Status, u64)>,
 }
 
 /// The store, cheap to clone (a connection pool).
@@ -51,6 +90,8 @@ pub enum Attempt {
     },
     /// The job already ended (a duplicate delivery): nothing to do.
     AlreadyEnded,
+    /// The job had been asked to stop; it is now cancelled.
+    Cancelled,
     /// No such job.
     Unknown,
 }
@@ -72,6 +113,13 @@ impl Store {
         Ok(Store { pool })
     }
 
+    /// Begins a transaction that takes the write lock at once. A deferred transaction that
+    /// reads first and writes later fails with SQLITE_BUSY, without waiting, when another
+    /// writer committed in between; an immediate one waits for the lock (busy_timeout).
+    async fn write_transaction(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, Error> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     /// Checks that the store answers.
     pub async fn ping(&self) -> Result<(), Error> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
@@ -80,12 +128,26 @@ impl Store {
 
     /// Records jobs as queued, all or none.
     pub async fn create_jobs(&self, jobs: &[NewJob]) -> Result<(), Error> {
+        self.submit(None, jobs).await
+    }
+
+    /// Records a batch and its jobs as queued, all or none.
+    pub async fn submit(&self, batch: Option<&NewBatch>, jobs: &[NewJob]) -> Result<(), Error> {
         let now = now_rfc3339();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
+        if let Some(batch) = batch {
+            sqlx::query("INSERT INTO batches (id, webhook, total, created_at) VALUES (?, ?, ?, ?)")
+                .bind(&batch.id)
+                .bind(&batch.webhook)
+                .bind(batch.total as i64)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await?;
+        }
         for job in jobs {
             sqlx::query(
-                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at)
-                 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?)",
+                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at, webhook)
+                 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
             )
             .bind(&job.id)
             .bind(job.kind)
@@ -94,11 +156,72 @@ impl Store {
             .bind(job.params.to_string())
             .bind(job.max_attempts)
             .bind(&now)
+            .bind(&job.webhook)
             .execute(&mut *tx)
             .await?;
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Cancels a queued job at once, or asks a running one to stop at its next safe point.
+    pub async fn request_cancel(&self, id: &str) -> Result<Cancel, Error> {
+        let mut tx = self.write_transaction().await?;
+        let row = sqlx::query("SELECT status FROM jobs WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = row else {
+            return Ok(Cancel::Unknown);
+        };
+        let status: String = row.try_get(0)?;
+        let status = Status::parse(&status).ok_or_else(|| Error::Corrupt {
+            what: "job status",
+            detail: status.clone(),
+        })?;
+        let outcome = match status {
+            Status::Queued => {
+                sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = ?")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                finish_in(&mut tx, id, &Outcome::Cancelled).await?;
+                Cancel::Cancelled
+            }
+            Status::Running => {
+                sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = ?")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                Cancel::Requested
+            }
+            ended => Cancel::AlreadyEnded(ended),
+        };
+        tx.commit().await?;
+        Ok(outcome)
+    }
+
+    /// Claims the announcement of a batch's completion: returns its summary exactly once,
+    /// to the first caller after its last job ended; `None` otherwise.
+    pub async fn claim_batch_completion(
+        &self,
+        batch_id: &str,
+    ) -> Result<Option<BatchSummary>, Error> {
+        let claimed = sqlx::query(
+            "UPDATE batches SET completed_notified = 1
+             WHERE id = ?1 AND completed_notified = 0
+               AND NOT EXISTS (SELECT 1 FROM jobs WHERE batch_id = ?1 AND status IN ('queued', 'running'))
+             RETURNING webhook",
+        )
+        .bind(batch_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = claimed else { return Ok(None) };
+        Ok(Some(BatchSummary {
+            id: batch_id.to_owned(),
+            webhook: row.try_get(0)?,
+            counts: self.count_by_status(Some(batch_id)).await?,
+        }))
     }
 
     /// Records a job that was refused before queueing (bad input): it ends at once as failed,
@@ -115,7 +238,7 @@ impl Store {
     pub async fn begin_attempt(&self, id: &str) -> Result<Attempt, Error> {
         let row = sqlx::query(
             "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ?
-             WHERE id = ? AND status IN ('queued', 'running')
+             WHERE id = ? AND status IN ('queued', 'running') AND cancel_requested = 0
              RETURNING attempts, max_attempts",
         )
         .bind(now_rfc3339())
@@ -127,6 +250,10 @@ impl Store {
                 number: row.try_get::<u32, _>(0)?,
                 max: row.try_get::<u32, _>(1)?,
             });
+        }
+        // A job asked to stop between attempts ends here, as cancelled.
+        if self.finish(id, &Outcome::Cancelled).await? {
+            return Ok(Attempt::Cancelled);
         }
         let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ?")
             .bind(id)
@@ -155,7 +282,7 @@ impl Store {
     /// Ends a job. The first end wins: returns false when the job had already ended (so a
     /// duplicate delivery cannot overwrite or double a result).
     pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<bool, Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let ended = finish_in(&mut tx, id, outcome).await?;
         tx.commit().await?;
         Ok(ended)
@@ -187,7 +314,17 @@ impl Store {
         let lines = page.text.lines().count() as i64;
         let result = result_for(&content_hash);
 
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
+        let cancelled = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND cancel_requested = 1")
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if cancelled {
+            let ended = finish_in(&mut tx, job_id, &Outcome::Cancelled).await?;
+            tx.commit().await?;
+            return Ok((content_hash, ended));
+        }
         for blob in [&text_blob, &raw_blob] {
             sqlx::query(
                 "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?)",
@@ -401,11 +538,14 @@ async fn finish_in(
         Outcome::Failed(error) | Outcome::Dead(error) => (None, None, Some(error.clone())),
         Outcome::Cancelled => (None, None, None),
     };
+    // A cancel request wins over whatever the attempt produced.
     let done = sqlx::query(
-        "UPDATE jobs SET status = ?, result = ?, page_id = ?,
-             error = COALESCE(?, error), error_code = COALESCE(?, error_code),
-             finished_at = ?, done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)
-         WHERE id = ? AND status IN ('queued', 'running')",
+        "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE ?1 END,
+             result = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?2 END,
+             page_id = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?3 END,
+             error = COALESCE(?4, error), error_code = COALESCE(?5, error_code),
+             finished_at = ?6, done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)
+         WHERE id = ?7 AND status IN ('queued', 'running')",
     )
     .bind(outcome.status().as_str())
     .bind(result)

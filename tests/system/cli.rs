@@ -248,11 +248,15 @@ async fn the_readme_documents_every_configuration_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = output(trawl(dir.path()).arg("config")).await;
     assert!(config.status.success(), "{}", stderr(&config));
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
     let mut section = String::new();
     let mut keys = 0;
     for line in stdout(&config).lines() {
-        if let Some(name) = line.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        if let Some(name) = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
             section = format!("{name}.");
         } else if let Some((key, _)) = line.split_once(" = ") {
             let key = format!("`{section}{}`", key.trim());

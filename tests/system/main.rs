@@ -2,6 +2,7 @@
 //! 127.0.0.1, SQLite stores and queues in temporary directories, the real `trawl` binary.
 //! One binary, one module per area: `cargo test --test system pipeline::` runs one area.
 
+mod api;
 mod cli;
 mod pipeline;
 mod store;
@@ -29,12 +30,9 @@ pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Contex
         ..web::Config::default()
     };
     let client = web::Client::new(http, policy).expect("client builds");
-    Arc::new(Context {
-        store,
-        fetch: fetch::Deps {
-            client,
-            config: fetch::Config::default(),
-        },
-        config: runner_config,
-    })
+    let fetch = fetch::Deps {
+        client,
+        config: fetch::Config::default(),
+    };
+    Arc::new(Context::new(store, fetch, runner_config))
 }

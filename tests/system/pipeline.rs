@@ -23,13 +23,14 @@ async fn enqueue(context: &Context, job: FetchJob) -> Envelope {
         url: job.url().to_owned(),
         params: serde_json::to_value(&job).expect("json"),
         max_attempts: context.config.max_attempts,
+        webhook: None,
     };
     context
         .store
         .create_jobs(&[new_job])
         .await
         .expect("job recorded");
-    Envelope { id, job }
+    Envelope::new(id, job)
 }
 
 async fn result_of(context: &Context, id: &str) -> FetchResult {

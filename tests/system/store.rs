@@ -12,6 +12,7 @@ fn new_job(id: &str, batch: &str) -> NewJob {
         url: "https://example.com/".to_owned(),
         params: serde_json::to_value(&job).expect("json"),
         max_attempts: 3,
+        webhook: None,
     }
 }
 

@@ -8,9 +8,10 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// A unit of work as it travels through the queue: options and URLs, never page bodies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Job {
     /// One URL over plain HTTP, extracted to markdown, text or HTML.
@@ -25,6 +26,13 @@ impl Job {
         }
     }
 
+    /// Checks the options against their bounds (the URL is checked by the fetch client).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Job::Fetch(job) => job.validate(),
+        }
+    }
+
     /// Returns the URL the job is about, for logs and summaries.
     pub fn url(&self) -> &str {
         match self {
@@ -34,7 +42,7 @@ impl Job {
 }
 
 /// What a fetch job returns as its main text.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
     /// Readability article converted to markdown (the default).
@@ -58,10 +66,11 @@ impl Format {
 }
 
 /// Fetch one URL over plain HTTP (no JavaScript) and extract its main content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FetchJob {
     /// The http or https URL to fetch.
+    #[schema(format = "uri")]
     pub url: String,
     /// The output format of `content.text`.
     #[serde(default)]
@@ -73,13 +82,27 @@ pub struct FetchJob {
     /// Seconds a stored page of the same URL and options may be served instead of fetching;
     /// `Some(0)` bypasses the cache for reading and writing, `None` takes the configured default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 315_360_000)]
     pub cache_ttl: Option<u64>,
     /// Whether the page goes on to the archive (index and WARC) once stored.
     #[serde(default)]
     pub archive: bool,
 }
 
+/// The longest cache TTL a job may ask for: ten years, in seconds.
+pub const MAX_CACHE_TTL_SECS: u64 = 315_360_000;
+
 impl FetchJob {
+    /// Checks the options against their bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cache_ttl.is_some_and(|ttl| ttl > MAX_CACHE_TTL_SECS) {
+            return Err(format!(
+                "cache_ttl is above {MAX_CACHE_TTL_SECS} s (ten years)"
+            ));
+        }
+        Ok(())
+    }
+
     /// Returns a fetch job for `url` with every option at its default.
     pub fn new(url: impl Into<String>) -> Self {
         FetchJob {
@@ -93,7 +116,7 @@ impl FetchJob {
 }
 
 /// How the main content was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Extractor {
     /// Readability found an article.
@@ -107,7 +130,7 @@ pub enum Extractor {
 }
 
 /// The closed result of a fetch job (design §2 fetch).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FetchResult {
     /// The URL as requested.
@@ -141,7 +164,7 @@ pub struct FetchResult {
 }
 
 /// The extracted text and its accounting.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Content {
     /// The text, cut at `max_chars` characters.
@@ -159,7 +182,7 @@ pub struct Content {
 }
 
 /// Metadata read from the page head (and JSON-LD where the head lacks it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Meta {
     /// `<meta name="description">` or its Open Graph equivalent.
@@ -176,7 +199,7 @@ pub struct Meta {
 
 /// The public, snake_case name of every way a job can fail. Job results, API bodies and
 /// metrics labels all use these names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The input is not a URL, or has raw control characters, or a bad port.
@@ -293,7 +316,7 @@ impl fmt::Display for ErrorCode {
 
 /// A failure as stored and shown: the public code, a human message, and whether trying again
 /// later may succeed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct JobError {
     /// The public error code.
     pub code: ErrorCode,

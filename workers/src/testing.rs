@@ -6,10 +6,11 @@
 //! [`FixtureServer::start`] binds `127.0.0.1:0` and serves every accepted
 //! connection on its own tokio task. Each connection gets exactly one
 //! response: the server reads the request head (up to `\r\n\r\n`, at most
-//! 64 KiB, otherwise it answers 431), drains a `Content-Length` request body
+//! 64 KiB, otherwise it answers 431), reads a `Content-Length` request body
 //! (at most 1 MiB), records the request (method, path and query, headers with
-//! lowercased names) in a log you can read with [`FixtureServer::requests`]
-//! and [`FixtureServer::hits`], answers by route, and closes the connection.
+//! lowercased names, body) in a log you can read with
+//! [`FixtureServer::requests`] and [`FixtureServer::hits`], answers by route,
+//! and closes the connection.
 //! Every well-formed response carries `Connection: close`.
 //!
 //! The responses are written by hand onto the TCP socket, not through an HTTP
@@ -27,18 +28,20 @@
 //!
 //! - No keep-alive, no pipelining, no HTTP/2, no TLS. One request per
 //!   connection; a second request on the same connection is never read.
-//! - No chunked *request* bodies; request bodies are drained only by
-//!   `Content-Length` and are not recorded.
+//! - No chunked *request* bodies; request bodies are read only by
+//!   `Content-Length`, and only their first 1 MiB is recorded.
 //! - Not a general web server and not safe to expose: bind it to loopback in
 //!   tests only. It has no limit on concurrent connections.
 //! - The slow routes (`/drip`, `/slow-headers`, `/chunked-forever`,
-//!   `/silent`) keep their task alive until the client goes away or the
+//!   `/silent`, `/webhook/slow`) keep their task alive until the client goes
+//!   away (or, for `/webhook/slow`, 30 s have passed) or the
 //!   [`FixtureServer`] is dropped.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -55,8 +58,14 @@ pub const SITE_PAGES: u64 = 1_000_000;
 /// Largest request head the server accepts before answering 431.
 const MAX_HEAD: usize = 64 * 1024;
 
-/// Largest request body the server drains before answering.
+/// Largest request body the server reads (and records) before answering.
 const MAX_REQUEST_BODY: u64 = 1024 * 1024;
+
+/// How many requests to `/webhook/flaky` get a 500 before it answers 200.
+pub const WEBHOOK_FLAKY_FAILURES: u64 = 2;
+
+/// How long `/webhook/slow` waits before answering.
+pub const WEBHOOK_SLOW_DELAY: Duration = Duration::from_secs(30);
 
 /// One request as the server received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +78,9 @@ pub struct RecordedRequest {
     /// The request headers in the order received, names lowercased, values
     /// trimmed of surrounding whitespace.
     pub headers: Vec<(String, String)>,
+    /// The request body as received, read by `Content-Length` and cut at
+    /// 1 MiB; empty when the request had no `Content-Length`.
+    pub body: Vec<u8>,
 }
 
 impl RecordedRequest {
@@ -157,6 +169,13 @@ impl RecordedRequest {
 /// - `/echo-headers` — `text/plain`, one `name: value` line per received
 ///   header (names lowercased, in order).
 ///
+/// Webhook receivers (`POST` only; other methods get 405 with
+/// `Allow: POST`; the body is in [`RecordedRequest::body`]):
+/// - `/webhook` — 200 with the `text/plain` body `ok`.
+/// - `/webhook/flaky` — 500 for the first [`WEBHOOK_FLAKY_FAILURES`] (2)
+///   POSTs to this server instance, then 200 `ok`.
+/// - `/webhook/slow` — waits [`WEBHOOK_SLOW_DELAY`] (30 s), then 200 `ok`.
+///
 /// Block pages: `/blocked/cloudflare` (403 challenge page, with
 /// `Server: cloudflare` and `cf-mitigated: challenge` headers),
 /// `/blocked/captcha`, `/blocked/login`, `/blocked/shell`, `/blocked/empty`
@@ -183,6 +202,7 @@ impl FixtureServer {
             addr,
             log: Arc::clone(&log),
             assets: assets(),
+            webhook_flaky_requests: AtomicU64::new(0),
         });
         let accept_task = tokio::spawn(accept_loop(listener, ctx));
         Ok(FixtureServer {
@@ -237,6 +257,8 @@ struct Ctx {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<RecordedRequest>>>,
     assets: &'static Assets,
+    /// POSTs seen by `/webhook/flaky` on this server.
+    webhook_flaky_requests: AtomicU64,
 }
 
 async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>) {
@@ -544,27 +566,28 @@ async fn handle(stream: TcpStream, ctx: &Ctx) -> io::Result<()> {
             .await?;
         return lingering_close(conn.stream).await;
     };
-    // Drain a request body so that closing the socket does not turn into a
-    // reset because of unread data.
+    // Read the request body (also so that closing the socket does not turn
+    // into a reset because of unread data).
+    let mut body = Vec::new();
     if let Some(len) = req
         .header("content-length")
         .and_then(|v| v.parse::<u64>().ok())
     {
-        let remaining = len.min(MAX_REQUEST_BODY).saturating_sub(rest.len() as u64);
+        let wanted = len.min(MAX_REQUEST_BODY);
+        body = rest;
+        body.truncate(wanted as usize);
+        let remaining = wanted.saturating_sub(body.len() as u64);
         if remaining > 0 {
-            let mut sink = tokio::io::sink();
-            let mut body = (&mut conn.stream).take(remaining);
-            let _ = tokio::time::timeout(
-                Duration::from_secs(5),
-                tokio::io::copy(&mut body, &mut sink),
-            )
-            .await;
+            let mut reader = (&mut conn.stream).take(remaining);
+            let _ =
+                tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut body)).await;
         }
     }
     lock(&ctx.log).push(RecordedRequest {
         method: req.method.clone(),
         path_and_query: req.path_and_query.clone(),
         headers: req.headers.clone(),
+        body,
     });
     conn.head_only = req.method.eq_ignore_ascii_case("HEAD");
     route(&mut conn, ctx, &req).await?;
@@ -894,6 +917,7 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
         "/blocked/login" => return conn.html(200, LOGIN_PAGE).await,
         "/blocked/shell" => return conn.html(200, SHELL_PAGE).await,
         "/blocked/empty" => return conn.html(200, EMPTY_PAGE).await,
+        "/webhook" | "/webhook/flaky" | "/webhook/slow" => return webhook(conn, ctx, req).await,
         "/echo-headers" => {
             let mut text = String::new();
             for (name, value) in &req.headers {
@@ -952,6 +976,42 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
         &simple_page("Not Found", "No fixture route matches this path."),
     )
     .await
+}
+
+/// The webhook receivers: `ok` for a POST, unless the route says otherwise.
+async fn webhook(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
+    if !req.method.eq_ignore_ascii_case("POST") {
+        return conn
+            .send(
+                405,
+                &[
+                    ("Content-Type", "text/plain; charset=utf-8"),
+                    ("Allow", "POST"),
+                ],
+                b"method not allowed",
+            )
+            .await;
+    }
+    let flaky_requests = if req.path == "/webhook/flaky" {
+        ctx.webhook_flaky_requests.fetch_add(1, Ordering::SeqCst) + 1
+    } else {
+        0
+    };
+    match req.path.as_str() {
+        "/webhook/flaky" if flaky_requests <= WEBHOOK_FLAKY_FAILURES => {
+            return conn
+                .send(
+                    500,
+                    &[("Content-Type", "text/plain; charset=utf-8")],
+                    b"try again",
+                )
+                .await;
+        }
+        "/webhook/slow" => tokio::time::sleep(WEBHOOK_SLOW_DELAY).await,
+        _ => {}
+    }
+    conn.send(200, &[("Content-Type", "text/plain; charset=utf-8")], b"ok")
+        .await
 }
 
 async fn bomb(conn: &mut Conn, encoding: &str, body: &[u8]) -> io::Result<()> {
@@ -2590,6 +2650,74 @@ mod tests {
             server.requests().last().unwrap().path_and_query,
             "/text.txt?x=1"
         );
+    }
+
+    async fn raw_post(server: &FixtureServer, path: &str, body: &[u8]) -> Resp {
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            server.addr(),
+            body.len()
+        );
+        // The head and the start of the body in one write, the rest later, so
+        // that the body is put together from both reads.
+        let split = body.len() / 2;
+        let mut first = head.into_bytes();
+        first.extend_from_slice(&body[..split]);
+        s.write_all(&first).await.unwrap();
+        s.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        s.write_all(&body[split..]).await.unwrap();
+        let mut buf = Vec::new();
+        tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut buf))
+            .await
+            .expect("response within 30 s")
+            .unwrap();
+        split_response(&buf)
+    }
+
+    #[tokio::test]
+    async fn webhook_routes_record_bodies_and_fail_twice_when_flaky() {
+        let server = FixtureServer::start().await.unwrap();
+        let body = br#"{"type":"completed","job_id":"01J","data":{"n":1}}"#;
+        let ok = raw_post(&server, "/webhook", body).await;
+        assert_eq!((ok.status(), ok.text().as_str()), (200, "ok"));
+        let recorded = server.requests().pop().unwrap();
+        assert_eq!(recorded.method, "POST");
+        assert_eq!(recorded.body, body.to_vec());
+        assert_eq!(recorded.header("content-type"), Some("application/json"));
+        // A GET is recorded with an empty body and refused.
+        let get_webhook = get(&server, "/webhook").await;
+        assert_eq!(get_webhook.status(), 405);
+        assert_eq!(get_webhook.header("allow"), Some("POST"));
+        assert!(server.requests().pop().unwrap().body.is_empty());
+        assert_eq!(get(&server, "/webhook/flaky").await.status(), 405);
+        let flaky: Vec<u16> = {
+            let mut statuses = Vec::new();
+            for _ in 0..4 {
+                statuses.push(raw_post(&server, "/webhook/flaky", body).await.status());
+            }
+            statuses
+        };
+        assert_eq!(flaky, [500, 500, 200, 200]);
+        // The count is per server.
+        let other = FixtureServer::start().await.unwrap();
+        assert_eq!(
+            raw_post(&other, "/webhook/flaky", b"{}").await.status(),
+            500
+        );
+        // /webhook/slow says nothing for a while.
+        let mut s = TcpStream::connect(server.addr()).await.unwrap();
+        s.write_all(b"POST /webhook/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 64];
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), s.read(&mut buf))
+                .await
+                .is_err()
+        );
+        assert_eq!(server.hits("/webhook/slow"), 1);
     }
 
     #[tokio::test]

@@ -1,9 +1,10 @@
 //! The SSRF-guarded HTTP client: every hop's URL is checked before the request, every DNS
 //! answer is checked inside the resolver (so the address connected to is the address checked),
-//! redirects are followed by hand, and bytes, time and headers are bounded.
+//! redirects are followed by hand (GET) or not at all (POST, for webhooks), and bytes, time and
+//! headers are bounded.
 //!
-//! Not here: what to do with the body (`web::extract`, `fetch`), nor retries (the runner
-//! decides those from `Error::is_transient`).
+//! Not here: what to do with the body (`web::extract`, `fetch`), nor retries (the runner and
+//! the webhook sender decide those from `Error::is_transient`).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -61,6 +62,19 @@ impl Default for Config {
 
 /// The smallest and largest `max_bytes` a configuration may set.
 pub const MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=50_000_000;
+
+/// Largest response body [`Client::post`] reads (64 KiB): the answer to a POST is an
+/// acknowledgement, not content.
+pub const POST_RESPONSE_MAX_BYTES: u64 = 64 * 1024;
+
+/// Request headers [`Client::post`] refuses from its caller: they decide framing and routing,
+/// which belong to the client.
+const CLIENT_OWNED_HEADERS: [header::HeaderName; 4] = [
+    header::HOST,
+    header::CONTENT_LENGTH,
+    header::TRANSFER_ENCODING,
+    header::CONNECTION,
+];
 
 impl Config {
     /// Checks the values against their fixed bounds.
@@ -161,6 +175,15 @@ pub enum Error {
     /// The server broke the protocol (bad status line, short body, bad compression).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A request header given by the caller is malformed or owned by the client; nothing was
+    /// sent. A fault of the caller, not of the destination.
+    #[error("request header {name:?} is invalid: {problem}")]
+    InvalidHeader {
+        /// The header name as given (never its value, which may be a secret).
+        name: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
 }
 
 impl Error {
@@ -187,6 +210,7 @@ impl Error {
             Error::TooLarge { .. } => ErrorCode::TooLarge,
             Error::HeadersTooLarge => ErrorCode::HeadersTooLarge,
             Error::Protocol(_) => ErrorCode::ProtocolError,
+            Error::InvalidHeader { .. } => ErrorCode::Internal,
         }
     }
 
@@ -325,9 +349,42 @@ impl Client {
     /// configured limit when `None`). Any status is returned; only transport and policy
     /// failures are errors.
     pub async fn get(&self, url: &Url, max_bytes: Option<u64>) -> Result<Response, Error> {
-        let total = Duration::from_secs(self.config.timeout_secs);
         let limit = max_bytes.unwrap_or(self.config.max_bytes);
-        match tokio::time::timeout(total, self.get_inner(url, limit)).await {
+        self.within_total_timeout(self.get_inner(url, limit)).await
+    }
+
+    /// POSTs `body` to `url` with `headers` added to the client's defaults (a header given here
+    /// replaces a default of the same name, e.g. `user-agent`).
+    ///
+    /// The URL and every address it resolves to go through the same SSRF guard as [`Client::get`].
+    /// Redirects are not followed: a 3xx comes back as a response, since replaying a body to a
+    /// new destination is the caller's decision. The response body is read up to
+    /// [`POST_RESPONSE_MAX_BYTES`] (beyond that the result is [`Error::TooLarge`]), and the whole
+    /// exchange is bounded by `http.timeout_secs`. Any status is returned; only transport and
+    /// policy failures are errors.
+    ///
+    /// Headers are checked before any network use: an invalid name or value, or one of the
+    /// headers the client owns (`host`, `content-length`, `transfer-encoding`, `connection`),
+    /// is [`Error::InvalidHeader`].
+    pub async fn post(
+        &self,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Response, Error> {
+        self.policy.check_url(url)?;
+        let headers = request_headers(headers)?;
+        self.within_total_timeout(self.post_inner(url, headers, body))
+            .await
+    }
+
+    /// Runs `request` under the configured total time limit.
+    async fn within_total_timeout(
+        &self,
+        request: impl Future<Output = Result<Response, Error>>,
+    ) -> Result<Response, Error> {
+        let total = Duration::from_secs(self.config.timeout_secs);
+        match tokio::time::timeout(total, request).await {
             Ok(result) => result,
             Err(_) => Err(Error::Timeout {
                 phase: "total",
@@ -343,22 +400,8 @@ impl Client {
             self.policy.check_url(&current)?;
             hops.push(current.clone());
             let response = self
-                .http
-                .get(current.clone())
-                .send()
-                .await
-                .map_err(|error| self.classify(&current, error))?;
-            let remote_addr = response.remote_addr();
-            if let Some(addr) = remote_addr
-                && !self.dial_targets.contains(&addr.ip())
-                && let Err(reason) = self.policy.check_ip(addr.ip())
-            {
-                // Defence in depth: the resolver already refused such answers.
-                return Err(Error::Blocked {
-                    host: addr.ip().to_string(),
-                    reason,
-                });
-            }
+                .send_checked(self.http.get(current.clone()), &current)
+                .await?;
             let status = response.status().as_u16();
             if matches!(status, 301 | 302 | 303 | 307 | 308) {
                 let next = redirect_target(&current, response.headers())
@@ -376,17 +419,71 @@ impl Client {
                 current = next;
                 continue;
             }
-            let headers = response.headers().clone();
-            let body = self.read_body(response, limit).await?;
-            return Ok(Response {
-                final_url: current,
-                status,
-                headers,
-                body,
-                remote_addr,
-                hops,
+            return self.finish(response, current, hops, limit).await;
+        }
+    }
+
+    async fn post_inner(
+        &self,
+        url: &Url,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, Error> {
+        let request = self.http.post(url.clone()).headers(headers).body(body);
+        let response = self.send_checked(request, url).await?;
+        self.finish(
+            response,
+            url.clone(),
+            vec![url.clone()],
+            POST_RESPONSE_MAX_BYTES,
+        )
+        .await
+    }
+
+    /// Sends one request to `url` (already checked by the caller) and re-checks the address the
+    /// response came from.
+    async fn send_checked(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &Url,
+    ) -> Result<reqwest::Response, Error> {
+        let response = request
+            .send()
+            .await
+            .map_err(|error| self.classify(url, error))?;
+        if let Some(addr) = response.remote_addr()
+            && !self.dial_targets.contains(&addr.ip())
+            && let Err(reason) = self.policy.check_ip(addr.ip())
+        {
+            // Defence in depth: the resolver already refused such answers.
+            return Err(Error::Blocked {
+                host: addr.ip().to_string(),
+                reason,
             });
         }
+        Ok(response)
+    }
+
+    /// Reads the body of the final response within `limit` and assembles the [`Response`].
+    async fn finish(
+        &self,
+        response: reqwest::Response,
+        final_url: Url,
+        hops: Vec<Url>,
+        limit: u64,
+    ) -> Result<Response, Error> {
+        let status = response.status().as_u16();
+        let remote_addr = response.remote_addr();
+        let headers = response.headers().clone();
+        let body = self.read_body(response, limit).await?;
+        Ok(Response {
+            final_url,
+            status,
+            headers,
+            body,
+            remote_addr,
+            hops,
+        })
     }
 
     async fn read_body(&self, mut response: reqwest::Response, limit: u64) -> Result<Bytes, Error> {
@@ -458,6 +555,26 @@ impl Client {
         }
         Error::Protocol(format!("{host}: {chain}"))
     }
+}
+
+/// Checks the caller's request headers and builds them into a map.
+fn request_headers(headers: &[(&str, &str)]) -> Result<HeaderMap, Error> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let invalid = |problem| Error::InvalidHeader {
+            name: (*name).to_owned(),
+            problem,
+        };
+        let header_name = header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid("not a valid name"))?;
+        if CLIENT_OWNED_HEADERS.contains(&header_name) {
+            return Err(invalid("set by the client"));
+        }
+        let header_value =
+            HeaderValue::from_str(value).map_err(|_| invalid("not a valid value"))?;
+        map.append(header_name, header_value);
+    }
+    Ok(map)
 }
 
 /// Resolves the Location of a redirect against the current URL.
@@ -555,6 +672,27 @@ mod tests {
             ..Config::default()
         };
         assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn request_headers_are_checked_before_sending() {
+        let map = request_headers(&[("content-type", "application/json"), ("X-Sig", "t=1")])
+            .expect("valid headers");
+        assert_eq!(map.get("x-sig").and_then(|v| v.to_str().ok()), Some("t=1"));
+        for (name, value) in [
+            ("bad name", "x"),
+            ("x-token", "secret\nbreak"),
+            ("Content-Length", "3"),
+            ("host", "example.com"),
+        ] {
+            let error = request_headers(&[(name, value)]).expect_err(name);
+            assert!(matches!(error, Error::InvalidHeader { .. }), "{name}");
+            assert_eq!(error.code(), ErrorCode::Internal);
+            assert!(!error.is_transient());
+        }
+        // The value may be a secret: the message names the header only.
+        let error = request_headers(&[("x-token", "secret\nbreak")]).expect_err("newline");
+        assert!(!error.to_string().contains("secret"), "{error}");
     }
 
     #[test]

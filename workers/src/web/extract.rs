@@ -221,10 +221,14 @@ fn read_meta(document: &Document, page_url: &Url) -> Meta {
     let mut found: Vec<(String, String)> = Vec::new();
     let mut canonical = None;
     for node in document.select("meta[content], link[rel][href]").nodes() {
-        if node.node_name().is_some_and(|name| name.eq_ignore_ascii_case("link")) {
-            let is_canonical = node
-                .attr("rel")
-                .is_some_and(|rel| rel.split_ascii_whitespace().any(|token| token.eq_ignore_ascii_case("canonical")));
+        if node
+            .node_name()
+            .is_some_and(|name| name.eq_ignore_ascii_case("link"))
+        {
+            let is_canonical = node.attr("rel").is_some_and(|rel| {
+                rel.split_ascii_whitespace()
+                    .any(|token| token.eq_ignore_ascii_case("canonical"))
+            });
             if is_canonical && canonical.is_none() {
                 canonical = node
                     .attr("href")
@@ -234,7 +238,10 @@ fn read_meta(document: &Document, page_url: &Url) -> Meta {
             }
             continue;
         }
-        let Some(content) = node.attr("content").map(|value| collapse_whitespace(&value)) else {
+        let Some(content) = node
+            .attr("content")
+            .map(|value| collapse_whitespace(&value))
+        else {
             continue;
         };
         if content.is_empty() {
@@ -247,8 +254,12 @@ fn read_meta(document: &Document, page_url: &Url) -> Meta {
         }
     }
     let pick = |keys: &[&str]| -> Option<String> {
-        keys.iter()
-            .find_map(|key| found.iter().find(|(found_key, _)| found_key == key).map(|(_, value)| value.clone()))
+        keys.iter().find_map(|key| {
+            found
+                .iter()
+                .find(|(found_key, _)| found_key == key)
+                .map(|(_, value)| value.clone())
+        })
     };
     // The <html> element is a child of the document root: no tree walk needed.
     let lang = document

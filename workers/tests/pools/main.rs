@@ -1,10 +1,11 @@
 //! Pool tests that need sockets: the fetch pool against the fixture server's friendly and
-//! hostile routes, through the real guarded client. Names resolve through a scripted resolver
+//! hostile routes, through the real guarded client, and that client's POST (webhooks). Names resolve through a scripted resolver
 //! (`site.test` → a public address, dialled to the loopback fixture), so the default policy,
 //! which refuses loopback, is the one under test. Run inside a private network namespace by
 //! the test script, so a classification bug can never send a packet off the machine.
 
 mod fetch;
+mod post;
 mod ssrf;
 
 use std::net::IpAddr;

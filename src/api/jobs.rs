@@ -1,0 +1,337 @@
+//! Jobs: `POST /v1/jobs` (one job, or a batch of up to `api.max_batch`, all-or-nothing on
+//! validation), `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/events` (server-sent events until the
+//! job ends) and `DELETE /v1/jobs/{id}` (cancel).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use trawl_workers::fetch as fetch_pool;
+use trawl_workers::job::Job;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use crate::queue::Envelope;
+use crate::store::{Cancel, JobRecord, NewBatch, NewJob, Status};
+
+/// A batch of jobs, with an optional webhook for their events.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    /// The jobs, at most `api.max_batch`.
+    pub jobs: Vec<Job>,
+    /// An http(s) URL that receives signed `started`, `page`, `failed` and `completed` events.
+    #[serde(default)]
+    pub webhook: Option<String>,
+}
+
+/// One job (`{"kind": "fetch", ...}`) or a batch (`{"jobs": [...], "webhook": ...}`).
+/// The handler picks the variant by the `jobs` key (for precise errors), so this type only
+/// describes the body in the OpenAPI document.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum SubmitRequest {
+    /// A batch.
+    Batch(BatchRequest),
+    /// One job.
+    One(Job),
+}
+
+/// A job as accepted.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Accepted {
+    /// Its id.
+    pub id: String,
+    /// Its URL.
+    pub url: String,
+}
+
+/// The answer to a submission.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Submitted {
+    /// The batch id (a batch submission only).
+    pub batch_id: Option<String>,
+    /// The jobs, in the order given.
+    pub jobs: Vec<Accepted>,
+}
+
+/// The answer to a cancel request.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Cancelled {
+    /// The job id.
+    pub id: String,
+    /// `cancelled` (it was queued) or `cancelling` (it stops at its next safe point).
+    pub status: String,
+}
+
+/// Submits one job or a batch.
+#[utoipa::path(post, path = "/v1/jobs", request_body = SubmitRequest, tag = "jobs",
+    responses(
+        (status = 202, description = "queued", body = Submitted),
+        (status = 400, description = "a job or the webhook is not acceptable", body = ErrorBody),
+        (status = 422, description = "malformed request", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn submit(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> Result<(StatusCode, Json<Submitted>), ApiError> {
+    let is_batch = body.get("jobs").is_some();
+    let (jobs, webhook) = if is_batch {
+        let batch: BatchRequest = serde_json::from_value(body)
+            .map_err(|error| ApiError::invalid(format!("invalid batch: {error}")))?;
+        (batch.jobs, batch.webhook)
+    } else {
+        let job: Job = serde_json::from_value(body)
+            .map_err(|error| ApiError::invalid(format!("invalid job: {error}")))?;
+        (vec![job], None)
+    };
+    if jobs.is_empty() {
+        return Err(ApiError::invalid("a batch needs at least one job"));
+    }
+    if jobs.len() > state.config.max_batch {
+        return Err(ApiError::invalid(format!(
+            "a batch holds at most {} jobs (api.max_batch), got {}",
+            state.config.max_batch,
+            jobs.len()
+        )));
+    }
+    let client = &state.context.fetch.client;
+    for (index, job) in jobs.iter().enumerate() {
+        job.validate()
+            .map_err(|message| ApiError::invalid(format!("jobs[{index}]: {message}")))?;
+        if let Err(error) = fetch_pool::check_url(client, job.url()) {
+            let mut api_error = ApiError::from_job_error(error, None);
+            if is_batch {
+                api_error = ApiError::new(
+                    api_error.status(),
+                    "invalid_url",
+                    format!("jobs[{index}]: {}", job.url()),
+                );
+            }
+            return Err(api_error);
+        }
+    }
+    if let Some(webhook) = &webhook {
+        if state.context.webhooks.is_none() {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "webhooks_disabled",
+                "webhooks need a signing secret: set webhooks.secret",
+            ));
+        }
+        fetch_pool::check_url(client, webhook).map_err(|error| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                error.code.as_str(),
+                format!("webhook: {}", error.message),
+            )
+        })?;
+    }
+
+    let batch = is_batch.then(|| NewBatch {
+        id: ulid::Ulid::generate().to_string(),
+        webhook: webhook.clone(),
+        total: jobs.len() as u64,
+    });
+    let batch_id = batch.as_ref().map(|batch| batch.id.clone());
+    let max_attempts = state.context.config.max_attempts;
+    let mut new_jobs = Vec::with_capacity(jobs.len());
+    let mut envelopes = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let id = ulid::Ulid::generate().to_string();
+        new_jobs.push(NewJob {
+            id: id.clone(),
+            kind: job.kind(),
+            batch_id: batch_id.clone(),
+            url: job.url().to_owned(),
+            params: serde_json::to_value(&job).map_err(|error| ApiError::internal(&error))?,
+            max_attempts,
+            webhook: webhook.clone(),
+        });
+        envelopes.push(Envelope {
+            batch_id: batch_id.clone(),
+            webhook: webhook.clone(),
+            ..Envelope::new(id, job)
+        });
+    }
+    state
+        .context
+        .store
+        .submit(batch.as_ref(), &new_jobs)
+        .await?;
+    let accepted = envelopes
+        .iter()
+        .map(|envelope| Accepted {
+            id: envelope.id.clone(),
+            url: envelope.job.url().to_owned(),
+        })
+        .collect();
+    state
+        .queue
+        .push(envelopes)
+        .await
+        .map_err(|error| ApiError::internal(&error))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Submitted {
+            batch_id,
+            jobs: accepted,
+        }),
+    ))
+}
+
+/// Returns a job: status, attempts, and its result or typed error.
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = String, Path, description = "the job id")),
+    responses((status = 200, body = JobRecord), (status = 404, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn read(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<JobRecord>, ApiError> {
+    state
+        .context
+        .store
+        .job(&id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+}
+
+/// Cancels a queued job at once; a running one stops at its next safe point.
+#[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = String, Path, description = "the job id")),
+    responses(
+        (status = 200, body = Cancelled),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "the job had already ended", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Cancelled>, ApiError> {
+    let status = match state.context.store.request_cancel(&id).await? {
+        Cancel::Cancelled => {
+            let _ = state.context.ended.send(id.clone());
+            "cancelled"
+        }
+        Cancel::Requested => "cancelling",
+        Cancel::AlreadyEnded(status) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("job {id} already ended: {}", status.as_str()),
+            ));
+        }
+        Cancel::Unknown => return Err(ApiError::not_found(format!("no job {id}"))),
+    };
+    Ok(Json(Cancelled {
+        id,
+        status: status.to_owned(),
+    }))
+}
+
+/// Streams a job's progress as server-sent events: a `status` event each time its status or
+/// attempt count changes, then one `end` event with the whole record, then the stream closes.
+#[utoipa::path(get, path = "/v1/jobs/{id}/events", tag = "jobs",
+    params(("id" = String, Path, description = "the job id")),
+    responses(
+        (status = 200, description = "text/event-stream of `status` events, then one `end` event", content_type = "text/event-stream", body = String),
+        (status = 404, body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn events(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let first = state
+        .context
+        .store
+        .job(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
+    let ended = state.context.ended.subscribe();
+    let stream = futures_util::stream::unfold(
+        EventsState {
+            state,
+            id,
+            ended,
+            next: Some(first),
+            last: None,
+            done: false,
+        },
+        next_event,
+    );
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+struct EventsState {
+    state: AppState,
+    id: String,
+    ended: tokio::sync::broadcast::Receiver<String>,
+    /// A record read but not yet compared with the last one sent.
+    next: Option<JobRecord>,
+    /// What the last `status` event said.
+    last: Option<(Status, u32)>,
+    done: bool,
+}
+
+async fn next_event(mut events: EventsState) -> Option<(Result<Event, Infallible>, EventsState)> {
+    if events.done {
+        return None;
+    }
+    loop {
+        let record = match events.next.take() {
+            Some(record) => record,
+            None => {
+                // Wake on this process's job ends, or poll: another process may run the job.
+                let wait = tokio::time::sleep(Duration::from_millis(500));
+                tokio::pin!(wait);
+                loop {
+                    tokio::select! {
+                        _ = &mut wait => break,
+                        received = events.ended.recv() => match received {
+                            Ok(id) if id == events.id => break,
+                            Ok(_) => continue,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                (&mut wait).await;
+                                break;
+                            }
+                        },
+                    }
+                }
+                match events.state.context.store.job(&events.id).await {
+                    Ok(Some(record)) => record,
+                    _ => return None,
+                }
+            }
+        };
+        if record.status.is_terminal() {
+            events.done = true;
+            let event = Event::default()
+                .event("end")
+                .json_data(&record)
+                .unwrap_or_default();
+            return Some((Ok(event), events));
+        }
+        let now = (record.status, record.attempts);
+        if events.last != Some(now) {
+            events.last = Some(now);
+            let summary = serde_json::json!({ "id": record.id, "status": record.status, "attempts": record.attempts });
+            let event = Event::default()
+                .event("status")
+                .json_data(summary)
+                .unwrap_or_default();
+            return Some((Ok(event), events));
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The HTTP API (axum, JSON): jobs (submit one or a batch, read, follow as server-sent events,
+//! cancel), the synchronous fetch, stored pages (read by line range, grep), health, metrics
+//! and the OpenAPI document generated from the handlers' types.
+//!
+//! Not here: running jobs (the pools run beside the API in `trawl serve`, or elsewhere), or
+//! what a job does. Handlers talk to the store, the queue and the page cache only.
+
+mod auth;
+pub mod error;
+pub mod fetch;
+pub mod health;
+pub mod jobs;
+pub mod openapi;
+pub mod pages;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Secret;
+use crate::queue::Queue;
+use crate::runner::Context;
+
+/// API settings. Every field is a `trawl.toml` key under `[api]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address `trawl serve` listens on.
+    pub bind: String,
+    /// Bearer tokens accepted; with none, the server only binds a loopback address.
+    pub tokens: Vec<Secret>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Most jobs in one `POST /v1/jobs`.
+    pub max_batch: usize,
+    /// Longest a `POST /v1/fetch` waits for its job, in seconds (a request may ask for less).
+    pub sync_timeout_secs: u64,
+    /// Most characters of lines a grep returns.
+    pub grep_max_output_chars: usize,
+    /// Seconds `trawl serve` waits for running jobs at shutdown before leaving them to the
+    /// queue's recovery.
+    pub shutdown_timeout_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: "127.0.0.1:8787".to_owned(),
+            tokens: Vec::new(),
+            max_body_bytes: 1 << 20,
+            max_batch: 1_000,
+            sync_timeout_secs: 60,
+            grep_max_output_chars: 8_000,
+            shutdown_timeout_secs: 30,
+        }
+    }
+}
+
+impl Config {
+    /// Checks the values, and that a server without tokens binds loopback only.
+    pub fn validate(&self) -> Result<(), String> {
+        let address: SocketAddr = self.bind.parse().map_err(|_| {
+            format!(
+                "api.bind = {:?} is not an address like 127.0.0.1:8787",
+                self.bind
+            )
+        })?;
+        if self.tokens.is_empty() && !address.ip().is_loopback() {
+            return Err(format!(
+                "refusing to serve on {address} without api.tokens: set tokens (TRAWL_API__TOKENS='[\"...\"]') or bind a loopback address"
+            ));
+        }
+        if self.tokens.iter().any(|token| token.expose().len() < 16) {
+            return Err("api.tokens must be at least 16 characters each".to_owned());
+        }
+        if self.max_batch == 0 || self.max_body_bytes < 1_024 || self.sync_timeout_secs == 0 {
+            return Err("api.max_batch, api.max_body_bytes (>= 1024) and api.sync_timeout_secs must be positive".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// What the handlers share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The runner's context: store, cache, metrics, job ends, fetch options.
+    pub context: Arc<Context>,
+    /// Where jobs are pushed.
+    pub queue: Queue,
+    /// API settings.
+    pub config: Arc<Config>,
+}
+
+/// Builds the router: public `/healthz` and `/openapi.json`, everything else behind the
+/// bearer tokens when tokens are configured.
+pub fn router(state: AppState) -> Router {
+    let protected = Router::new()
+        .route("/v1/jobs", post(jobs::submit))
+        .route("/v1/jobs/{id}", get(jobs::read).delete(jobs::cancel))
+        .route("/v1/jobs/{id}/events", get(jobs::events))
+        .route("/v1/fetch", post(fetch::fetch))
+        .route("/v1/pages", get(pages::read))
+        .route("/v1/pages/grep", post(pages::grep))
+        .route("/metrics", get(health::metrics))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    Router::new()
+        .merge(protected)
+        .route("/healthz", get(health::healthz))
+        .route("/openapi.json", get(openapi::document))
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            count_requests,
+        ))
+        .with_state(state)
+}
+
+/// Counts requests by route template and status.
+async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let response = next.run(request).await;
+    state
+        .context
+        .metrics
+        .api_request(&route, response.status().as_u16());
+    response
+}

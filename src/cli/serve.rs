@@ -1,0 +1,162 @@
+//! `trawl serve`: the HTTP API and, unless `--no-pools`, the worker pools in one process on
+//! the embedded store and queue. SIGTERM or SIGINT stop it gracefully: the server stops
+//! accepting, the pools stop taking jobs and finish the running ones (up to
+//! `api.shutdown_timeout_secs`; what is left is recovered from the queue later).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+use trawl_workers::{fetch, web};
+
+use crate::api::{self, AppState};
+use crate::config::Config;
+use crate::queue::Queue;
+use crate::runner::{self, Context};
+use crate::store::Store;
+use crate::webhooks::Webhooks;
+
+/// Arguments of `trawl serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Address to listen on [config: api.bind, default: 127.0.0.1:8787]. A non-loopback
+    /// address needs api.tokens.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Run the API only, no worker pools (jobs wait for workers elsewhere).
+    #[arg(long)]
+    pub no_pools: bool,
+    /// Fetches at once in the local pool [config: runner.concurrency].
+    #[arg(long, short = 'c', value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Allow private, loopback and link-local destinations (cloud metadata stays blocked)
+    /// [config: ssrf.allow_private_network].
+    #[arg(long)]
+    pub allow_private_network: bool,
+}
+
+pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(bind) = &args.bind {
+        config.api.bind = bind.clone();
+    }
+    if let Some(concurrency) = args.concurrency {
+        config.runner.concurrency = concurrency;
+    }
+    if args.allow_private_network {
+        config.ssrf.allow_private_network = true;
+    }
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
+    let store = Store::open(&config.store_path())
+        .await
+        .context("opening the store")?;
+    let queue = Queue::open(
+        &config.queue_path(),
+        &config.namespace,
+        config.runner.queue_settings(),
+    )
+    .await
+    .context("opening the queue")?;
+    let client =
+        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
+    let fetch_deps = fetch::Deps {
+        client: client.clone(),
+        config: config.fetch.clone(),
+    };
+    let mut context = Context::new(store.clone(), fetch_deps, config.runner.clone());
+    if config.webhooks.secret.is_some() {
+        context.webhooks =
+            Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
+    }
+    let context = Arc::new(context);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let pool = (!args.no_pools).then(|| {
+        let pool_context = context.clone();
+        let pool_queue = queue.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            runner::run_pool(pool_context, &pool_queue, async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            })
+            .await
+        })
+    });
+
+    let state = AppState {
+        context,
+        queue: queue.clone(),
+        config: Arc::new(config.api.clone()),
+    };
+    let listener = tokio::net::TcpListener::bind(&config.api.bind)
+        .await
+        .with_context(|| format!("binding {}", config.api.bind))?;
+    let address = listener.local_addr()?;
+    eprintln!(
+        "trawl: serving on http://{address} ({}, {} tokens){}",
+        if args.no_pools {
+            "api only"
+        } else {
+            "api and fetch pool"
+        },
+        config.api.tokens.len(),
+        if config.api.tokens.is_empty() {
+            "; no auth: loopback only"
+        } else {
+            ""
+        }
+    );
+    let mut server_stop = stop_rx.clone();
+    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
+        let _ = server_stop.wait_for(|stopped| *stopped).await;
+    });
+    let server = tokio::spawn(async move { server.await });
+
+    shutdown_signal().await;
+    eprintln!("trawl: shutting down");
+    let _ = stop_tx.send(true);
+    let grace = Duration::from_secs(config.api.shutdown_timeout_secs);
+    if let Some(pool) = pool
+        && tokio::time::timeout(grace, pool).await.is_err()
+    {
+        eprintln!(
+            "trawl: running jobs did not finish within {} s; the queue will hand them out again",
+            grace.as_secs()
+        );
+    }
+    match tokio::time::timeout(grace, server).await {
+        Ok(Ok(Ok(()))) | Err(_) => {}
+        Ok(Ok(Err(error))) => eprintln!("trawl: server error: {error}"),
+        Ok(Err(error)) => eprintln!("trawl: server task failed: {error}"),
+    }
+    queue.close().await;
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

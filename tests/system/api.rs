@@ -1,0 +1,550 @@
+//! The HTTP API: router-level tests without a socket (`oneshot`), and the real server on
+//! 127.0.0.1:0 with the fetch pool running beside it, against the fixture server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use tower::ServiceExt as _;
+use trawl::api::{self, AppState};
+use trawl::config::Secret;
+use trawl::queue::Queue;
+use trawl::runner::{self, Context};
+use trawl_workers::testing::FixtureServer;
+
+use crate::context_in;
+
+/// An API with its store, queue and (optionally) fetch pool in a temporary directory.
+struct Api {
+    state: AppState,
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Api {
+    async fn start(tokens: &[&str], pools: bool) -> Api {
+        Api::start_with(tokens, pools, |_| {}).await
+    }
+
+    async fn start_with(tokens: &[&str], pools: bool, adjust: impl FnOnce(&mut Context)) -> Api {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = runner::Config {
+            retry_base_ms: 10,
+            retry_max_ms: 50,
+            concurrency: 4,
+            ..runner::Config::default()
+        };
+        let context = context_in(dir.path(), config.clone()).await;
+        let mut context = Arc::try_unwrap(context).expect("a fresh context");
+        adjust(&mut context);
+        let context = Arc::new(context);
+        let queue = Queue::open(
+            &dir.path().join("queue.sqlite"),
+            "api-test",
+            config.queue_settings(),
+        )
+        .await
+        .expect("queue");
+        let state = AppState {
+            context: context.clone(),
+            queue: queue.clone(),
+            config: Arc::new(api::Config {
+                tokens: tokens.iter().map(|token| Secret::new(*token)).collect(),
+                max_body_bytes: 4_096,
+                max_batch: 10,
+                sync_timeout_secs: 10,
+                ..api::Config::default()
+            }),
+        };
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let router = api::router(state.clone());
+        let (pool_stop_tx, pool_stop_rx) = tokio::sync::watch::channel(false);
+        if pools {
+            let mut pool_stop = pool_stop_rx.clone();
+            tokio::spawn(async move {
+                runner::run_pool(context, &queue, async move {
+                    let _ = pool_stop.wait_for(|stopped| *stopped).await;
+                })
+                .await
+            });
+        }
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stop_rx.await;
+                    let _ = pool_stop_tx.send(true);
+                })
+                .await;
+        });
+        Api {
+            state,
+            base,
+            stop: Some(stop_tx),
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (StatusCode, serde_json::Value) {
+        let mut request = Request::builder().method(method).uri(path);
+        let body = match body {
+            Some(json) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Body::from(json.to_string())
+            }
+            None => Body::empty(),
+        };
+        let response = api::router(self.state.clone())
+            .oneshot(request.body(body).expect("request"))
+            .await
+            .expect("router answers");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 1 << 24)
+            .await
+            .expect("body");
+        let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+
+    async fn wait_ended(&self, id: &str) -> serde_json::Value {
+        for _ in 0..200 {
+            let (status, job) = self.call("GET", &format!("/v1/jobs/{id}"), None).await;
+            assert_eq!(status, StatusCode::OK, "{job}");
+            if ["succeeded", "failed", "dead", "cancelled"]
+                .contains(&job["status"].as_str().unwrap_or_default())
+            {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("job {id} did not end");
+    }
+}
+
+impl Drop for Api {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn errors_are_json_with_codes_never_500_for_bad_input() {
+    let api = Api::start(&[], false).await;
+    let (status, body) = api.call("GET", "/nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "not_found");
+
+    let (status, body) = api
+        .call("PUT", "/v1/jobs", Some(serde_json::json!({})))
+        .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(body["error"]["code"], "method_not_allowed");
+
+    let request = Request::post("/v1/jobs")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from("{\"kind\": \"fetch\", "))
+        .expect("request");
+    let response = api::router(api.state.clone())
+        .oneshot(request)
+        .await
+        .expect("answers");
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/fetch",
+            Some(serde_json::json!({"url": "http://a.test/", "colour": "red"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(body["error"]["code"], "invalid_request");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("colour"),
+        "{body}"
+    );
+
+    let big = "x".repeat(10_000);
+    let (status, body) = api
+        .call("POST", "/v1/fetch", Some(serde_json::json!({"url": big})))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["code"], "payload_too_large");
+
+    let (status, body) = api
+        .call("POST", "/v1/jobs", Some(serde_json::json!({"jobs": []})))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
+    let too_many: Vec<_> = (0..11)
+        .map(|n| serde_json::json!({"kind": "fetch", "url": format!("http://a.test/{n}")}))
+        .collect();
+    let (status, _) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"jobs": too_many})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Found by schemathesis: an absurd TTL once overflowed the cache's time arithmetic.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/fetch",
+            Some(serde_json::json!({"url": "http://0.com/", "cache_ttl": u64::MAX})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("cache_ttl"), "{body}");
+
+    let (status, body) = api.call("GET", "/v1/jobs/does-not-exist", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, _) = api.call("GET", "/v1/pages?from=1", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_batch_is_all_or_nothing_on_validation() {
+    let api = Api::start(&[], false).await;
+    let jobs = serde_json::json!({"jobs": [
+        {"kind": "fetch", "url": "http://a.test/"},
+        {"kind": "fetch", "url": "ftp://a.test/"},
+    ]});
+    let (status, body) = api.call("POST", "/v1/jobs", Some(jobs)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("jobs[1]"),
+        "{body}"
+    );
+    let counts = api
+        .state
+        .context
+        .store
+        .count_by_status(None)
+        .await
+        .expect("counts");
+    assert!(counts.is_empty(), "nothing recorded: {counts:?}");
+}
+
+#[tokio::test]
+async fn tokens_are_required_when_configured() {
+    let token = "a-long-enough-test-token";
+    let api = Api::start(&[token], false).await;
+    let (status, body) = api.call("GET", "/v1/jobs/x", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"]["code"], "unauthorized");
+    let (status, _) = api.call("GET", "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = api.call("GET", "/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    for (value, expected) in [
+        (
+            "Bearer wrong-token-of-some-length",
+            StatusCode::UNAUTHORIZED,
+        ),
+        ("Basic abc", StatusCode::UNAUTHORIZED),
+        (&format!("Bearer {token}") as &str, StatusCode::NOT_FOUND),
+    ] {
+        let request = Request::get("/v1/jobs/x")
+            .header(header::AUTHORIZATION, value)
+            .body(Body::empty())
+            .expect("request");
+        let response = api::router(api.state.clone())
+            .oneshot(request)
+            .await
+            .expect("answers");
+        assert_eq!(response.status(), expected, "{value}");
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_route() {
+    let api = Api::start(&[], false).await;
+    let (status, document) = api.call("GET", "/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    for path in [
+        "/v1/jobs",
+        "/v1/jobs/{id}",
+        "/v1/jobs/{id}/events",
+        "/v1/fetch",
+        "/v1/pages",
+        "/v1/pages/grep",
+        "/healthz",
+        "/metrics",
+    ] {
+        assert!(document["paths"][path].is_object(), "{path} missing");
+    }
+    assert!(document["components"]["schemas"]["FetchResult"].is_object());
+    assert!(document["components"]["securitySchemes"]["bearer"].is_object());
+}
+
+#[tokio::test]
+async fn a_batch_runs_to_completion_and_is_polled() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let jobs = serde_json::json!({"jobs": [
+        {"kind": "fetch", "url": site.url("/article/1")},
+        {"kind": "fetch", "url": site.url("/site/7"), "extract": "text"},
+        {"kind": "fetch", "url": site.url("/status/404")},
+    ]});
+    let (status, submitted) = api.call("POST", "/v1/jobs", Some(jobs)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
+    assert!(submitted["batch_id"].is_string());
+    let ids: Vec<String> = submitted["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|job| job["id"].as_str().expect("id").to_owned())
+        .collect();
+    let first = api.wait_ended(&ids[0]).await;
+    assert_eq!(first["status"], "succeeded");
+    assert!(first["result"]["content"]["text"].is_string());
+    assert_eq!(api.wait_ended(&ids[1]).await["status"], "succeeded");
+    let failed = api.wait_ended(&ids[2]).await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], "http_status");
+
+    let (status, metrics) = api.call("GET", "/metrics", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(metrics.is_null(), "metrics are text, not json");
+}
+
+#[tokio::test]
+async fn sync_fetch_is_served_from_the_cache_the_second_time() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let request = serde_json::json!({"url": site.url("/article/2"), "max_chars": 50});
+    let (status, first) = api.call("POST", "/v1/fetch", Some(request.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["cached"], false);
+    assert_eq!(first["content"]["length"], 50);
+    assert_eq!(first["content"]["truncated"], true);
+    let (status, second) = api.call("POST", "/v1/fetch", Some(request)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(second["cached"], true);
+    assert_eq!(second["page_id"], first["page_id"]);
+    assert_eq!(site.hits("/article/2"), 1);
+
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/fetch",
+            Some(serde_json::json!({"url": "gopher://a.test/"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "unsupported_scheme");
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/fetch",
+            Some(serde_json::json!({"url": site.url("/status/404")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "http_status");
+    assert!(body["error"]["job_id"].is_string());
+
+    let (_, metrics) = api.call("GET", "/metrics", None).await;
+    assert!(metrics.is_null());
+    let rendered = api.state.context.metrics.render();
+    assert!(rendered.contains("trawl_cache_hits_total 1"), "{rendered}");
+}
+
+#[tokio::test]
+async fn the_default_policy_refuses_loopback_over_the_api() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start_with(&[], true, |context| {
+        let policy = trawl_workers::web::Policy::default();
+        context.fetch.client =
+            trawl_workers::web::Client::new(trawl_workers::web::Config::default(), policy)
+                .expect("client");
+    })
+    .await;
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/fetch",
+            Some(serde_json::json!({"url": site.url("/")})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error"]["code"], "blocked_destination");
+    assert!(site.requests().is_empty());
+}
+
+#[tokio::test]
+async fn pages_are_read_by_range_and_grepped_with_merged_context() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let url = site.url("/article/3");
+    let (status, _) = api
+        .call("POST", "/v1/fetch", Some(serde_json::json!({"url": url})))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let encoded: String = url::form_urlencoded::byte_serialize(url.as_bytes()).collect();
+    let (status, range) = api
+        .call("GET", &format!("/v1/pages?url={encoded}&from=2&to=4"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{range}");
+    assert_eq!(range["lines"].as_array().expect("lines").len(), 3);
+    let total = range["total_lines"].as_u64().expect("total");
+    let (status, past) = api
+        .call(
+            "GET",
+            &format!("/v1/pages?url={encoded}&from={}", total + 10),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(past["lines"].as_array().expect("lines").is_empty());
+    let (status, _) = api
+        .call("GET", &format!("/v1/pages?url={encoded}&from=5&to=2"), None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = api
+        .call("GET", "/v1/pages?url=http://never.test/", None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    let grep = serde_json::json!({"url": url, "pattern": "^#", "context": 1, "ignore_case": true});
+    let (status, found) = api.call("POST", "/v1/pages/grep", Some(grep)).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert!(found["matches"].as_u64().expect("matches") >= 1);
+    let blocks = found["blocks"].as_array().expect("blocks");
+    for pair in blocks.windows(2) {
+        assert!(
+            pair[1]["from"].as_u64() > pair[0]["to"].as_u64().map(|to| to + 1),
+            "blocks merged: {pair:?}"
+        );
+    }
+    for (pattern, fault) in [
+        ("(unclosed", "invalid"),
+        ("a{100000}", "too large"),
+        ("(a+)+$", "nested repetition"),
+    ] {
+        let grep = serde_json::json!({"url": url, "pattern": pattern});
+        let (status, body) = api.call("POST", "/v1/pages/grep", Some(grep)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{pattern}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_pattern");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(fault),
+            "{pattern}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn queued_jobs_cancel_at_once_and_ended_ones_conflict() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], false).await;
+    let (_, submitted) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"kind": "fetch", "url": site.url("/article/1")})),
+        )
+        .await;
+    let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
+    let (status, body) = api.call("DELETE", &format!("/v1/jobs/{id}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "cancelled");
+    assert_eq!(api.wait_ended(&id).await["status"], "cancelled");
+    let (status, body) = api.call("DELETE", &format!("/v1/jobs/{id}"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, _) = api.call("DELETE", "/v1/jobs/unknown", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_running_job_stops_at_its_next_safe_point() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let (_, submitted) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"kind": "fetch", "url": site.url("/drip")})),
+        )
+        .await;
+    let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
+    for _ in 0..100 {
+        let (_, job) = api.call("GET", &format!("/v1/jobs/{id}"), None).await;
+        if job["status"] == "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = api.call("DELETE", &format!("/v1/jobs/{id}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "cancelling");
+    let job = api.wait_ended(&id).await;
+    assert_eq!(job["status"], "cancelled", "{job}");
+}
+
+#[tokio::test]
+async fn events_stream_status_changes_then_the_end() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let (_, submitted) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"kind": "fetch", "url": site.url("/article/1")})),
+        )
+        .await;
+    let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
+    let response = reqwest::get(api.url(&format!("/v1/jobs/{id}/events")))
+        .await
+        .expect("stream opens");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().expect("type"),
+        "text/event-stream"
+    );
+    let text = tokio::time::timeout(Duration::from_secs(20), response.text())
+        .await
+        .expect("the stream closes after the end")
+        .expect("body");
+    let events: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("event: "))
+        .map(str::trim)
+        .collect();
+    assert_eq!(events.last(), Some(&"end"), "{text}");
+    assert!(
+        events[..events.len() - 1]
+            .iter()
+            .all(|event| *event == "status"),
+        "{text}"
+    );
+    assert!(text.contains("\"succeeded\""), "{text}");
+}
