@@ -548,3 +548,69 @@ async fn events_stream_status_changes_then_the_end() {
     );
     assert!(text.contains("\"succeeded\""), "{text}");
 }
+
+#[tokio::test]
+async fn a_batch_webhook_receives_signed_job_events_and_one_completion() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let secret = "webhook-test-secret";
+    let api = Api::start_with(&[], true, |context| {
+        let config = trawl::webhooks::Config {
+            secret: Some(Secret::new(secret)),
+            retry_base_ms: 10,
+            ..trawl::webhooks::Config::default()
+        };
+        context.webhooks = Some(trawl::webhooks::Webhooks::new(context.fetch.client.clone(), config).expect("webhooks"));
+    })
+    .await;
+    let batch = serde_json::json!({
+        "jobs": [
+            {"kind": "fetch", "url": site.url("/article/1")},
+            {"kind": "fetch", "url": site.url("/status/404")},
+        ],
+        "webhook": site.url("/webhook"),
+    });
+    let (status, submitted) = api.call("POST", "/v1/jobs", Some(batch)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
+    let mut events = Vec::new();
+    for _ in 0..200 {
+        events = site
+            .requests()
+            .into_iter()
+            .filter(|request| request.path_and_query == "/webhook")
+            .collect();
+        if events.len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(events.len(), 5, "2 started, 1 page, 1 failed, 1 completed");
+    let now = jiff::Timestamp::now().as_second();
+    let mut kinds = Vec::new();
+    for event in &events {
+        let signature = event.header("trawl-signature").expect("signed");
+        assert!(trawl::webhooks::verify(secret, signature, &event.body, now, 300), "signature verifies");
+        let body: serde_json::Value = serde_json::from_slice(&event.body).expect("json");
+        assert_eq!(body["batch_id"], submitted["batch_id"]);
+        assert_eq!(event.header("trawl-event"), body["type"].as_str());
+        kinds.push(body["type"].as_str().expect("type").to_owned());
+        if body["type"] == "completed" {
+            assert_eq!(body["data"]["counts"]["succeeded"], 1, "{body}");
+            assert_eq!(body["data"]["counts"]["failed"], 1, "{body}");
+        }
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["completed", "failed", "page", "started", "started"]);
+    let (status, body) = api
+        .call("POST", "/v1/jobs", Some(serde_json::json!({"jobs": [{"kind": "fetch", "url": site.url("/")}], "webhook": "gopher://x/"})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+#[tokio::test]
+async fn webhooks_are_refused_without_a_signing_secret() {
+    let api = Api::start(&[], false).await;
+    let batch = serde_json::json!({"jobs": [{"kind": "fetch", "url": "http://a.test/"}], "webhook": "http://b.test/hook"});
+    let (status, body) = api.call("POST", "/v1/jobs", Some(batch)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "webhooks_disabled");
+}
