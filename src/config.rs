@@ -110,10 +110,10 @@ impl Config {
             }
             None => {}
         }
-        // TRAWL_LOG and TRAWL_CONFIG are read by main, not part of the tree.
+        // TRAWL_LOG, TRAWL_CONFIG and TRAWL_TOKEN are read by main and the CLI, not the tree.
         figment = figment.merge(
             Env::prefixed("TRAWL_")
-                .ignore(&["log", "config"])
+                .ignore(&["log", "config", "token"])
                 .split("__"),
         );
         let config: Config = figment.extract().map_err(Box::new)?;

@@ -4,8 +4,10 @@
 //! Not here: any behaviour a test or the API would also need (that lives in the library).
 
 mod config;
+mod enqueue;
 mod extract;
 mod read;
+mod remote;
 mod run;
 mod serve;
 mod status;
@@ -41,13 +43,15 @@ pub enum Command {
     /// Fetch URLs in bulk: enqueue all, run the fetch pool in-process, store every page, print
     /// a summary (and write pages.jsonl plus one file per page with --out).
     Run(run::Args),
+    /// Queue fetch jobs without waiting: into a running server (--server) or the local queue.
+    Enqueue(enqueue::Args),
     /// Serve the HTTP API, with the worker pools unless --no-pools.
     Serve(serve::Args),
     /// Extract the main content of one local HTML document to stdout (no network).
     Extract(extract::Args),
     /// Print a stored page, or a range of its lines.
     Read(read::Args),
-    /// Show job counts by status, or one job's record.
+    /// Show job counts by status, or one job's record (locally or from --server).
     Status(status::Args),
     /// Print the configuration in force as TOML (defaults, trawl.toml, TRAWL_* env).
     Config,
@@ -65,6 +69,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Run(args) => run::run(load(&cli)?, args).await,
         Command::Serve(args) => serve::run(load(&cli)?, args).await,
+        Command::Enqueue(args) => enqueue::run(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,

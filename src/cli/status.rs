@@ -4,17 +4,30 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
+use super::remote::{Remote, ServerArgs};
 use crate::config::Config;
 use crate::store::Store;
 
 /// Arguments of `trawl status`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A job id; without it, counts of all jobs by status.
+    /// A job id; without it, counts of all jobs by status (local store only).
     pub job_id: Option<String>,
+    /// Where to ask.
+    #[command(flatten)]
+    pub server: ServerArgs,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(server) = &args.server.server {
+        let Some(id) = &args.job_id else {
+            anyhow::bail!("with --server, give a job id (counts by status come from the local store)");
+        };
+        let remote = Remote::new(server, args.server.token.clone())?;
+        let job = remote.call("GET", &format!("/v1/jobs/{id}"), None).await?;
+        println!("{}", serde_json::to_string_pretty(&job)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = Store::open(&config.store_path())
         .await
         .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;

@@ -266,3 +266,78 @@ async fn the_readme_documents_every_configuration_key() {
     }
     assert!(keys > 20, "trawl config printed {keys} keys");
 }
+
+#[tokio::test]
+async fn serve_refuses_a_public_bind_without_tokens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serve = output(trawl(dir.path()).args(["serve", "--bind", "0.0.0.0:0"])).await;
+    assert_eq!(serve.status.code(), Some(2));
+    assert!(stderr(&serve).contains("without api.tokens"), "{}", stderr(&serve));
+}
+
+#[tokio::test]
+async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+        listener.local_addr().expect("address").port()
+    };
+    let server_url = format!("http://127.0.0.1:{port}");
+    let token = "a-token-for-the-cli-test";
+    let mut serve = trawl(dir.path())
+        .args(["serve", "--allow-private-network", "--bind", &format!("127.0.0.1:{port}")])
+        .env("TRAWL_API__TOKENS", format!("[\"{token}\"]"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let mut up = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(up, "trawl serve listens");
+
+    let refused = output(trawl(dir.path()).args(["enqueue", "--server", &server_url]).arg(site.url("/article/1"))).await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("unauthorized"), "{}", stderr(&refused));
+
+    let enqueued = output(
+        trawl(dir.path())
+            .args(["enqueue", "--server", &server_url, "--token", token])
+            .arg(site.url("/article/1")),
+    )
+    .await;
+    assert!(enqueued.status.success(), "{}", stderr(&enqueued));
+    let line = stdout(&enqueued);
+    let id = line.split('\t').next().expect("an id").trim().to_owned();
+    let mut last = String::new();
+    for _ in 0..100 {
+        let status = output(
+            trawl(dir.path())
+                .args(["status", "--server", &server_url, &id])
+                .env("TRAWL_TOKEN", token),
+        )
+        .await;
+        assert!(status.status.success(), "{}", stderr(&status));
+        last = stdout(&status);
+        if last.contains("\"succeeded\"") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(last.contains("\"succeeded\""), "{last}");
+
+    let pid = serve.id().expect("pid").to_string();
+    let killed = tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill runs");
+    assert!(killed.success());
+    let exit = tokio::time::timeout(std::time::Duration::from_secs(30), serve.wait())
+        .await
+        .expect("serve stops within its grace period")
+        .expect("waits");
+    assert!(exit.success(), "{exit:?}");
+}

@@ -440,6 +440,41 @@ impl Client {
         .await
     }
 
+    /// Sends one `GET`, `POST` or `DELETE` with headers and an optional body, without
+    /// following redirects: for API clients (trawl's CLI talking to `trawl serve`), through
+    /// the same guard and time limit as every request, reading at most `max_bytes`.
+    pub async fn call(
+        &self,
+        method: &str,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Bytes>,
+        max_bytes: u64,
+    ) -> Result<Response, Error> {
+        self.policy.check_url(url)?;
+        let headers = request_headers(headers)?;
+        let method = match method {
+            "GET" => reqwest::Method::GET,
+            "POST" => reqwest::Method::POST,
+            "DELETE" => reqwest::Method::DELETE,
+            _ => {
+                return Err(Error::InvalidHeader {
+                    name: "method".to_owned(),
+                    problem: "must be GET, POST or DELETE",
+                });
+            }
+        };
+        let mut request = self.http.request(method, url.clone()).headers(headers);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        self.within_total_timeout(async {
+            let response = self.send_checked(request, url).await?;
+            self.finish(response, url.clone(), vec![url.clone()], max_bytes).await
+        })
+        .await
+    }
+
     /// Sends one request to `url` (already checked by the caller) and re-checks the address the
     /// response came from.
     async fn send_checked(
