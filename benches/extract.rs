@@ -12,6 +12,8 @@
 // that only config.rs reads the environment is about the application.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,7 +46,7 @@ fn main() {
         );
         std::process::exit(2);
     }
-    print_machine();
+    common::print_machine();
     let pages = load(&set);
     println!("labelled set: {} pages from {}", pages.len(), set.display());
     let out = tempfile::tempdir().expect("a temporary directory");
@@ -182,25 +184,4 @@ fn find_f1(value: &serde_json::Value) -> Option<f64> {
         serde_json::Value::Array(items) => items.iter().find_map(find_f1),
         _ => None,
     }
-}
-
-fn print_machine() {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split_once(':'))
-                .map(|(_, model)| model.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown cpu".to_owned());
-    let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "machine: {cpu}, {cores} cores, load average {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
 }

@@ -79,8 +79,10 @@ pub(super) async fn fetch(
         return Err(ApiError::invalid("timeout_secs is above 3600"));
     }
     let context = &state.context;
-    let (url, options_hash) = runner::cache_key(&context.fetch.client, &job)
-        .map_err(|error| ApiError::from_job_error(error, None))?;
+    let (url, options_hash) = runner::cache_key(&context.fetch.client, &job).map_err(|error| {
+        super::count_refusal(&state, &error);
+        ApiError::from_job_error(error, None)
+    })?;
     if let Some(hit) = runner::fresh_page(context, &job, &url, &options_hash).await? {
         context.metrics.cache_hit();
         let max_chars = context.fetch.config.max_chars_for(&job);

@@ -107,15 +107,14 @@ pub(super) async fn submit(
         job.validate()
             .map_err(|message| ApiError::invalid(format!("jobs[{index}]: {message}")))?;
         if let Err(error) = fetch_pool::check_url(client, job.url()) {
-            let mut api_error = ApiError::from_job_error(error, None);
-            if is_batch {
-                api_error = ApiError::new(
-                    api_error.status(),
-                    "invalid_url",
-                    format!("jobs[{index}]: {}", job.url()),
-                );
-            }
-            return Err(api_error);
+            super::count_refusal(&state, &error);
+            let status = ApiError::from_job_error(error.clone(), None).status();
+            let message = if is_batch {
+                format!("jobs[{index}]: {}", error.message)
+            } else {
+                error.message.clone()
+            };
+            return Err(ApiError::new(status, error.code.as_str(), message));
         }
     }
     if let Some(webhook) = &webhook {
@@ -127,6 +126,7 @@ pub(super) async fn submit(
             ));
         }
         fetch_pool::check_url(client, webhook).map_err(|error| {
+            super::count_refusal(&state, &error);
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 error.code.as_str(),

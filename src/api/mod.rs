@@ -126,6 +126,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Counts a URL the SSRF guard refused at submission (jobs refused later are counted by the
+/// runner).
+fn count_refusal(state: &AppState, error: &trawl_workers::job::JobError) {
+    if error.code == trawl_workers::job::ErrorCode::BlockedDestination {
+        state
+            .context
+            .metrics
+            .ssrf_blocked(error.evidence.as_deref().unwrap_or("unknown"));
+    }
+}
+
 /// Counts requests by route template and status.
 async fn count_requests(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request

@@ -77,7 +77,11 @@ async fn enqueue_remote(server: &str, args: &Args, jobs: Vec<Job>) -> anyhow::Re
         }
         let answer = remote.call("POST", "/v1/jobs", Some(body)).await?;
         for job in answer["jobs"].as_array().into_iter().flatten() {
-            println!("{}\t{}", job["id"].as_str().unwrap_or_default(), job["url"].as_str().unwrap_or_default());
+            println!(
+                "{}\t{}",
+                job["id"].as_str().unwrap_or_default(),
+                job["url"].as_str().unwrap_or_default()
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -87,15 +91,23 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
     config.validate()?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let client = web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
+    let client =
+        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {
-        fetch::check_url(&client, job.url()).map_err(|error| anyhow::anyhow!("{}: {}", job.url(), error))?;
+        fetch::check_url(&client, job.url())
+            .map_err(|error| anyhow::anyhow!("{}: {}", job.url(), error))?;
     }
-    let store = Store::open(&config.store_path()).await.context("opening the store")?;
-    let queue = Queue::open(&config.queue_path(), &config.namespace, config.runner.queue_settings())
+    let store = Store::open(&config.store_path())
         .await
-        .context("opening the queue")?;
+        .context("opening the store")?;
+    let queue = Queue::open(
+        &config.queue_path(),
+        &config.namespace,
+        config.runner.queue_settings(),
+    )
+    .await
+    .context("opening the queue")?;
     let mut new_jobs = Vec::with_capacity(jobs.len());
     let mut envelopes = Vec::with_capacity(jobs.len());
     for job in jobs {

@@ -14,7 +14,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
     /// Bearer token for the server.
-    #[arg(long, env = "TRAWL_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "TRAWL_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
 }
 
@@ -28,19 +33,33 @@ pub(super) struct Remote {
 impl Remote {
     /// Connects (lazily) to `server`.
     pub(super) fn new(server: &str, token: Option<String>) -> anyhow::Result<Remote> {
-        let base = url::Url::parse(server).with_context(|| format!("--server {server:?} is not a URL"))?;
+        let base =
+            url::Url::parse(server).with_context(|| format!("--server {server:?} is not a URL"))?;
         let policy = web::Policy {
             allow_private_network: true,
             ..web::Policy::default()
         };
-        let client = web::Client::new(web::Config::default(), policy).map_err(anyhow::Error::msg)?;
-        Ok(Remote { client, base, token })
+        let client =
+            web::Client::new(web::Config::default(), policy).map_err(anyhow::Error::msg)?;
+        Ok(Remote {
+            client,
+            base,
+            token,
+        })
     }
 
     /// Sends a request and returns the JSON answer; an error status becomes an error naming
     /// the server's code and message.
-    pub(super) async fn call(&self, method: &str, path: &str, body: Option<serde_json::Value>) -> anyhow::Result<serde_json::Value> {
-        let url = self.base.join(path).with_context(|| format!("building the URL for {path}"))?;
+    pub(super) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> anyhow::Result<serde_json::Value> {
+        let url = self
+            .base
+            .join(path)
+            .with_context(|| format!("building the URL for {path}"))?;
         let authorization = self.token.as_ref().map(|token| format!("Bearer {token}"));
         let mut headers: Vec<(&str, &str)> = vec![("accept", "application/json")];
         if let Some(value) = &authorization {
@@ -55,7 +74,8 @@ impl Remote {
             .call(method, &url, &headers, body, 64 << 20)
             .await
             .with_context(|| format!("{method} {}", web::client::origin_of(&url)))?;
-        let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap_or(serde_json::Value::Null);
+        let json: serde_json::Value =
+            serde_json::from_slice(&response.body).unwrap_or(serde_json::Value::Null);
         if response.status >= 400 {
             let code = json["error"]["code"].as_str().unwrap_or("http_status");
             let message = json["error"]["message"].as_str().unwrap_or("no message");

@@ -21,7 +21,9 @@ pub struct Args {
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(server) = &args.server.server {
         let Some(id) = &args.job_id else {
-            anyhow::bail!("with --server, give a job id (counts by status come from the local store)");
+            anyhow::bail!(
+                "with --server, give a job id (counts by status come from the local store)"
+            );
         };
         let remote = Remote::new(server, args.server.token.clone())?;
         let job = remote.call("GET", &format!("/v1/jobs/{id}"), None).await?;

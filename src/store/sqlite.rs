@@ -4,14 +4,15 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lru::LruCache;
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 use trawl_workers::job::JobError;
-
-use serde::Serialize;
 
 use super::{Error, JobRecord, NewPage, Outcome, PageRecord, Status};
 
@@ -76,7 +77,19 @@ pub struct BatchSummary {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Recently read page texts by content hash. Blobs never change, so entries never go
+    /// stale; bounded in bytes.
+    texts: Arc<Mutex<TextCache>>,
 }
+
+#[derive(Debug)]
+struct TextCache {
+    lru: LruCache<String, Arc<str>>,
+    bytes: usize,
+}
+
+/// Bytes of decompressed page text kept by [`Store::page_text`].
+const TEXT_CACHE_BYTES: usize = 32 << 20;
 
 /// What `begin_attempt` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +123,13 @@ impl Store {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Store { pool })
+        Ok(Store {
+            pool,
+            texts: Arc::new(Mutex::new(TextCache {
+                lru: LruCache::unbounded(),
+                bytes: 0,
+            })),
+        })
     }
 
     /// Begins a transaction that takes the write lock at once. A deferred transaction that
@@ -435,8 +454,13 @@ impl Store {
         Ok(Some(unpacked))
     }
 
-    /// Returns a page's whole text.
+    /// Returns a page's whole text (from memory when it was read recently).
     pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
+        if let Ok(mut texts) = self.texts.lock()
+            && let Some(text) = texts.lru.get(&page.content_hash)
+        {
+            return Ok(text.to_string());
+        }
         let bytes = self
             .blob(&page.content_hash)
             .await?
@@ -444,10 +468,28 @@ impl Store {
                 what: "page",
                 detail: format!("text blob {} missing", page.content_hash),
             })?;
-        String::from_utf8(bytes).map_err(|error| Error::Corrupt {
+        let text = String::from_utf8(bytes).map_err(|error| Error::Corrupt {
             what: "page text",
             detail: error.to_string(),
-        })
+        })?;
+        if text.len() <= TEXT_CACHE_BYTES / 16
+            && let Ok(mut texts) = self.texts.lock()
+        {
+            texts.bytes += text.len();
+            if let Some(old) = texts
+                .lru
+                .put(page.content_hash.clone(), Arc::from(text.as_str()))
+            {
+                texts.bytes -= old.len();
+            }
+            while texts.bytes > TEXT_CACHE_BYTES {
+                match texts.lru.pop_lru() {
+                    Some((_, evicted)) => texts.bytes -= evicted.len(),
+                    None => break,
+                }
+            }
+        }
+        Ok(text)
     }
 
     /// Returns one job.

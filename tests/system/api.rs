@@ -216,7 +216,13 @@ async fn errors_are_json_with_codes_never_500_for_bad_input() {
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("cache_ttl"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cache_ttl"),
+        "{body}"
+    );
 
     let (status, body) = api.call("GET", "/v1/jobs/does-not-exist", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
@@ -395,6 +401,11 @@ async fn the_default_policy_refuses_loopback_over_the_api() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["error"]["code"], "blocked_destination");
     assert!(site.requests().is_empty());
+    let rendered = api.state.context.metrics.render();
+    assert!(
+        rendered.contains("trawl_ssrf_blocked_total{reason=\"loopback\"} 1"),
+        "{rendered}"
+    );
 }
 
 #[tokio::test]
@@ -559,7 +570,9 @@ async fn a_batch_webhook_receives_signed_job_events_and_one_completion() {
             retry_base_ms: 10,
             ..trawl::webhooks::Config::default()
         };
-        context.webhooks = Some(trawl::webhooks::Webhooks::new(context.fetch.client.clone(), config).expect("webhooks"));
+        context.webhooks = Some(
+            trawl::webhooks::Webhooks::new(context.fetch.client.clone(), config).expect("webhooks"),
+        );
     })
     .await;
     let batch = serde_json::json!({
@@ -588,7 +601,10 @@ async fn a_batch_webhook_receives_signed_job_events_and_one_completion() {
     let mut kinds = Vec::new();
     for event in &events {
         let signature = event.header("trawl-signature").expect("signed");
-        assert!(trawl::webhooks::verify(secret, signature, &event.body, now, 300), "signature verifies");
+        assert!(
+            trawl::webhooks::verify(secret, signature, &event.body, now, 300),
+            "signature verifies"
+        );
         let body: serde_json::Value = serde_json::from_slice(&event.body).expect("json");
         assert_eq!(body["batch_id"], submitted["batch_id"]);
         assert_eq!(event.header("trawl-event"), body["type"].as_str());

@@ -272,7 +272,11 @@ async fn serve_refuses_a_public_bind_without_tokens() {
     let dir = tempfile::tempdir().expect("tempdir");
     let serve = output(trawl(dir.path()).args(["serve", "--bind", "0.0.0.0:0"])).await;
     assert_eq!(serve.status.code(), Some(2));
-    assert!(stderr(&serve).contains("without api.tokens"), "{}", stderr(&serve));
+    assert!(
+        stderr(&serve).contains("without api.tokens"),
+        "{}",
+        stderr(&serve)
+    );
 }
 
 #[tokio::test]
@@ -286,7 +290,12 @@ async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
     let server_url = format!("http://127.0.0.1:{port}");
     let token = "a-token-for-the-cli-test";
     let mut serve = trawl(dir.path())
-        .args(["serve", "--allow-private-network", "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "serve",
+            "--allow-private-network",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("TRAWL_API__TOKENS", format!("[\"{token}\"]"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -294,7 +303,10 @@ async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
         .expect("serve starts");
     let mut up = false;
     for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             up = true;
             break;
         }
@@ -302,9 +314,18 @@ async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
     }
     assert!(up, "trawl serve listens");
 
-    let refused = output(trawl(dir.path()).args(["enqueue", "--server", &server_url]).arg(site.url("/article/1"))).await;
+    let refused = output(
+        trawl(dir.path())
+            .args(["enqueue", "--server", &server_url])
+            .arg(site.url("/article/1")),
+    )
+    .await;
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("unauthorized"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("unauthorized"),
+        "{}",
+        stderr(&refused)
+    );
 
     let enqueued = output(
         trawl(dir.path())
@@ -333,7 +354,11 @@ async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
     assert!(last.contains("\"succeeded\""), "{last}");
 
     let pid = serve.id().expect("pid").to_string();
-    let killed = tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill runs");
+    let killed = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .expect("kill runs");
     assert!(killed.success());
     let exit = tokio::time::timeout(std::time::Duration::from_secs(30), serve.wait())
         .await

@@ -192,6 +192,12 @@ impl Error {
                 error.retry_after = *retry_after;
             }
             Error::BlockPage(page) => error.evidence = Some(page.evidence.clone()),
+            // The SSRF reason (`loopback`, `private`, ...), also the metrics label.
+            Error::Web(web_error) => {
+                error.evidence = web_error
+                    .block_reason()
+                    .map(|reason| reason.as_str().to_owned());
+            }
             _ => {}
         }
         error

@@ -470,7 +470,8 @@ impl Client {
         }
         self.within_total_timeout(async {
             let response = self.send_checked(request, url).await?;
-            self.finish(response, url.clone(), vec![url.clone()], max_bytes).await
+            self.finish(response, url.clone(), vec![url.clone()], max_bytes)
+                .await
         })
         .await
     }
