@@ -10,7 +10,8 @@
 //!
 //! Needs nginx (`apt-get install nginx`) and GNU time (`/usr/bin/time`); the profile also
 //! needs `perf` (skipped with a note when missing). Each run uses a fresh data directory and
-//! `--cache-ttl 0`. Prints the machine, per-run and median pages/s, CPU ms per page
+//! `--cache-ttl 0`; every run's data and output stay on disk until the end (about 120 KB per
+//! page per run). Prints the machine, per-run and median pages/s, CPU ms per page
 //! ((user + sys) / pages) and peak RSS, and the ratio of each median to its target
 //! (issue 2: ≥ 400 pages/s, ≤ 2.5 ms CPU per page, < 300 MB peak RSS).
 //!
@@ -18,9 +19,13 @@
 //! `TRAWL_BENCH_PROFILE=1` (profile after the timed runs), `TRAWL_BENCH_CALLGRAPH=dwarf|fp`
 //! (perf unwinding for the phase breakdown, default dwarf: the release build has no frame
 //! pointers), `TRAWL_BENCH_TIMEOUT` (seconds one trawl run may take, default 600),
-//! `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path).
+//! `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path),
+//! `TRAWL_BENCH_BIN=PATH` (measure another trawl binary than this build's),
+//! `TRAWL_BENCH_PERF_DATA=PATH` (only analyse a kept `profile/perf.data` by phase).
 
-#![allow(missing_docs, clippy::unwrap_used)]
+// A benchmark reads its own knobs from the environment; trawl's configuration rule (figment only)
+// is for the application.
+#![allow(missing_docs, clippy::unwrap_used, clippy::disallowed_methods)]
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -34,7 +39,11 @@ use std::time::{Duration, Instant};
 
 type Result<T> = std::result::Result<T, String>;
 
-const TRAWL: &str = env!("CARGO_BIN_EXE_trawl");
+/// The trawl binary under test: this build's (release), or `TRAWL_BENCH_BIN`.
+fn trawl_bin() -> PathBuf {
+    std::env::var_os("TRAWL_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trawl")), PathBuf::from)
+}
 const GNU_TIME: &str = "/usr/bin/time";
 const DEFAULT_PAGES: u64 = 5_000;
 
@@ -104,7 +113,9 @@ fn settings() -> Result<Settings> {
     };
     let callgraph = std::env::var("TRAWL_BENCH_CALLGRAPH").unwrap_or_else(|_| "dwarf".into());
     if !matches!(callgraph.as_str(), "dwarf" | "fp") {
-        return Err(format!("TRAWL_BENCH_CALLGRAPH={callgraph:?}: use dwarf or fp"));
+        return Err(format!(
+            "TRAWL_BENCH_CALLGRAPH={callgraph:?}: use dwarf or fp"
+        ));
     }
     Ok(Settings {
         pages,
@@ -121,6 +132,12 @@ fn env_flag(name: &str) -> bool {
 }
 
 fn bench() -> Result<()> {
+    if let Some(data) = std::env::var_os("TRAWL_BENCH_PERF_DATA") {
+        // Only analyse a kept profile (see TRAWL_BENCH_KEEP).
+        let perf = find_in_path("perf").ok_or("perf is not installed")?;
+        println!("== profile of {} ==", Path::new(&data).display());
+        return analyse(&perf, Path::new(&data));
+    }
     let settings = settings()?;
     check_tools()?;
     let tmp = tempfile::Builder::new()
@@ -153,8 +170,11 @@ fn check_tools() -> Result<()> {
             "{GNU_TIME} not found: install GNU time with `apt-get install -y time`"
         ));
     }
-    if !Path::new(TRAWL).exists() {
-        return Err(format!("the trawl binary {TRAWL} is missing"));
+    if !trawl_bin().is_file() {
+        return Err(format!(
+            "the trawl binary {} is missing",
+            trawl_bin().display()
+        ));
     }
     Ok(())
 }
@@ -437,12 +457,7 @@ impl Run {
 
 fn trawl_args(data: &Path, urls: &Path, out: &Path) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = vec!["--data-dir".into(), data.into()];
-    for arg in [
-        "run",
-        "--quiet",
-        "--allow-private-network",
-        "--file",
-    ] {
+    for arg in ["run", "--quiet", "--allow-private-network", "--file"] {
         args.push(arg.into());
     }
     args.push(urls.into());
@@ -464,7 +479,7 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
         .arg("-o")
         .arg(&time_file)
         .args(["-f", "%e %U %S %M"])
-        .arg(TRAWL)
+        .arg(trawl_bin())
         .args(trawl_args(&data, urls, &out));
     let (status, stdout, stderr) = run_bounded(command, &dir, settings.timeout)?;
     if !status {
@@ -514,8 +529,9 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
         "run {i}: data dir {data_mb:.1} MB, out dir {:.1} MB",
         dir_size(&out) as f64 / 1e6
     );
-    // Free the disk before the next run.
-    let _ = std::fs::remove_dir_all(&dir);
+    // The run's files stay until the end: deleting thousands of files just before the next
+    // run makes ext4 spend that run's CPU on inode allocation (`recently_deleted`), which a
+    // user writing into a fresh directory would not pay.
     Ok(Run {
         wall,
         user,
@@ -527,10 +543,20 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
 
 /// Runs `command` in its own process group with stdout and stderr to files in `dir`; kills
 /// the group after `limit`. Returns (success, stdout, stderr).
-fn run_bounded(mut command: Command, dir: &Path, limit: Duration) -> Result<(bool, String, String)> {
+fn run_bounded(
+    mut command: Command,
+    dir: &Path,
+    limit: Duration,
+) -> Result<(bool, String, String)> {
     let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
     let stdout = std::fs::File::create(&out_path).map_err(|e| format!("{e}"))?;
     let stderr = std::fs::File::create(&err_path).map_err(|e| format!("{e}"))?;
+    // trawl reads every TRAWL_* variable as configuration and refuses unknown keys.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("TRAWL_BENCH_") {
+            command.env_remove(name);
+        }
+    }
     let mut child = command
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -606,7 +632,12 @@ fn dir_size(path: &Path) -> u64 {
 
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
-        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .unwrap_or_else(|_| "?".to_owned())
 }
 
@@ -647,7 +678,7 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "site: {n} pages, {:.1} MB (mean {:.1} KB), nginx on 127.0.0.1; trawl {}",
         site_bytes as f64 / 1e6,
         site_bytes as f64 / n as f64 / 1e3,
-        TRAWL
+        trawl_bin().display()
     );
     let _ = writeln!(
         s,
@@ -682,14 +713,22 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "{:<8} {:>8.2} {:>8.2} {:>8.2} {:>8.0} {:>10.2} {:>12.0}",
         "median", wall, user, sys, pps, cpu, rss
     );
-    let _ = writeln!(s, "\n{:<22} {:>10} {:>10} {:>22}", "metric (median)", "value", "target", "ratio");
+    let _ = writeln!(
+        s,
+        "\n{:<22} {:>10} {:>10} {:>22}",
+        "metric (median)", "value", "target", "ratio"
+    );
     let _ = writeln!(
         s,
         "{:<22} {:>10.0} {:>10} {:>22}",
         "pages/s",
         pps,
         ">= 400",
-        format!("{:.2}x target {}", pps / TARGET_PAGES_PER_SEC, verdict(pps >= TARGET_PAGES_PER_SEC))
+        format!(
+            "{:.2}x target {}",
+            pps / TARGET_PAGES_PER_SEC,
+            verdict(pps >= TARGET_PAGES_PER_SEC)
+        )
     );
     let _ = writeln!(
         s,
@@ -697,7 +736,11 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "CPU ms/page",
         cpu,
         "<= 2.5",
-        format!("{:.2}x target {}", cpu / TARGET_CPU_MS_PER_PAGE, verdict(cpu <= TARGET_CPU_MS_PER_PAGE))
+        format!(
+            "{:.2}x target {}",
+            cpu / TARGET_CPU_MS_PER_PAGE,
+            verdict(cpu <= TARGET_CPU_MS_PER_PAGE)
+        )
     );
     let _ = writeln!(
         s,
@@ -705,7 +748,11 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "peak RSS MB",
         rss,
         "< 300",
-        format!("{:.2}x target {}", rss / TARGET_RSS_MB, verdict(rss < TARGET_RSS_MB))
+        format!(
+            "{:.2}x target {}",
+            rss / TARGET_RSS_MB,
+            verdict(rss < TARGET_RSS_MB)
+        )
     );
     let failed: Vec<String> = runs
         .iter()
@@ -714,7 +761,11 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         .map(|(i, r)| format!("run {}: {}/{n}", i + 1, r.succeeded))
         .collect();
     if !failed.is_empty() {
-        let _ = writeln!(s, "\n!!!!! NOT ALL PAGES SUCCEEDED: {} !!!!!", failed.join(", "));
+        let _ = writeln!(
+            s,
+            "\n!!!!! NOT ALL PAGES SUCCEEDED: {} !!!!!",
+            failed.join(", ")
+        );
     }
     println!("{s}");
 }
@@ -747,7 +798,7 @@ fn profile(settings: &Settings, root: &Path, urls: &Path) -> Result<()> {
         .arg("-o")
         .arg(&data)
         .arg("--")
-        .arg(TRAWL)
+        .arg(trawl_bin())
         .args(trawl_args(&dir.join("data"), urls, &dir.join("out")));
     let started = Instant::now();
     let (ok, _, stderr) = run_bounded(command, &dir, settings.timeout * 2)?;
@@ -761,35 +812,60 @@ fn profile(settings: &Settings, root: &Path, urls: &Path) -> Result<()> {
     let (lines, succeeded, _) = check_output(&dir.join("out").join("pages.jsonl"))?;
     println!(
         "perf record -e cpu-clock ({}) over the same {} URLs: {:.1} s, {succeeded}/{lines} succeeded, {:.0} MB of samples",
-        if settings.callgraph == "fp" { "-F 999 -g" } else { "-F 499 --call-graph dwarf" },
+        if settings.callgraph == "fp" {
+            "-F 999 -g"
+        } else {
+            "-F 499 --call-graph dwarf"
+        },
         settings.pages,
         started.elapsed().as_secs_f64(),
         std::fs::metadata(&data).map_or(0, |m| m.len()) as f64 / 1e6
     );
-    if let Some(note) = stderr.lines().find(|l| l.contains("kernel") || l.contains("paranoid")) {
+    if let Some(note) = stderr
+        .lines()
+        .find(|l| l.contains("kernel") || l.contains("paranoid"))
+    {
         println!("perf: {note}");
     }
 
+    analyse(&perf, &data)
+}
+
+/// Prints the flat report and the phase breakdown of a perf.data file.
+fn analyse(perf: &Path, data: &Path) -> Result<()> {
     // Flat self time by object and symbol.
-    let flat = Command::new(&perf)
+    let flat = Command::new(perf)
         .arg("report")
         .arg("-i")
-        .arg(&data)
-        .args(["--stdio", "--no-children", "--sort", "dso,symbol", "-g", "none"])
+        .arg(data)
+        .args([
+            "--stdio",
+            "--no-children",
+            "--sort",
+            "dso,symbol",
+            "-g",
+            "none",
+        ])
         .stderr(Stdio::null())
         .output()
         .map_err(|e| format!("perf report: {e}"))?;
     let flat = String::from_utf8_lossy(&flat.stdout);
-    println!("\n-- perf report --stdio --no-children --sort dso,symbol (self time, first 80 lines) --");
+    println!(
+        "\n-- perf report --stdio --no-children --sort dso,symbol (self time, first 80 lines) --"
+    );
     for line in flat.lines().take(80) {
-        println!("{line}");
+        // Drop the empty IPC columns and the padding.
+        let line = line.trim_end();
+        let line = line.strip_suffix("-      -").unwrap_or(line).trim_end();
+        let line: String = line.chars().take(160).collect();
+        println!("{}", line.trim_end());
     }
 
     // Phases from whole call stacks.
-    let script = Command::new(&perf)
+    let script = Command::new(perf)
         .arg("script")
         .arg("-i")
-        .arg(&data)
+        .arg(data)
         .args(["-F", "comm,period,ip,sym,dso", "--no-inline"])
         .stderr(Stdio::null())
         .output()
@@ -808,6 +884,11 @@ fn phase_of_frame(sym: &str, dso: &str) -> Option<&'static str> {
     if has("ZSTD_") || has("zstd::") || has("zstd_safe") || dso.contains("libzstd") {
         return Some("compress (zstd)");
     }
+    // SQLite's JSON functions run only in apalis-sqlite's queue statements (ack, lock,
+    // fetch: `json_each(?)`, `value ->> 'task_id'`); trawl's store uses none.
+    if sym.starts_with("json") {
+        return Some("queue (apalis SQL: sqlite json_each/->>)");
+    }
     if has("sqlite3") || has("sqlx") || dso.contains("libsqlite") {
         return Some("store (sqlite/sqlx)");
     }
@@ -817,8 +898,7 @@ fn phase_of_frame(sym: &str, dso: &str) -> Option<&'static str> {
     if has("dom_query::serializing::md") || has("MDSerializer") {
         return Some("markdown (dom_query md)");
     }
-    if has("html5ever::serialize") || has("SerializableNodeRef") || has("::serialize_html")
-    {
+    if has("html5ever::serialize") || has("SerializableNodeRef") || has("::serialize_html") {
         return Some("extract: article HTML serialisation");
     }
     if has("text_formatting") || has("formatted_text") {
@@ -862,9 +942,6 @@ fn phase_of_frame(sym: &str, dso: &str) -> Option<&'static str> {
     if has("trawl::store") {
         return Some("store (sqlite/sqlx)");
     }
-    if has("trawl::cli::run::Output") {
-        return Some("output (pages.jsonl, files)");
-    }
     if has("trawl::cli::run") {
         return Some("run loop (trawl::cli::run)");
     }
@@ -878,7 +955,7 @@ struct Phases {
     total: u64,
     by_phase: HashMap<&'static str, u64>,
     by_comm: HashMap<String, u64>,
-    other_leaf: HashMap<String, u64>,
+    leaves: HashMap<&'static str, HashMap<String, u64>>,
     depths: Vec<usize>,
 }
 
@@ -887,7 +964,7 @@ fn phases_from_script(script: &str) -> Phases {
         total: 0,
         by_phase: HashMap::new(),
         by_comm: HashMap::new(),
-        other_leaf: HashMap::new(),
+        leaves: HashMap::new(),
         depths: Vec::new(),
     };
     let mut comm = String::new();
@@ -900,9 +977,17 @@ fn phases_from_script(script: &str) -> Phases {
         phases.total += period;
         *phases.by_comm.entry(comm_group(comm)).or_default() += period;
         phases.depths.push(frames.len());
-        let phase = frames
-            .iter()
-            .find_map(|(sym, dso)| phase_of_frame(sym, dso))
+        // The main thread runs `trawl run`'s loop: it follows ended jobs and, with --out,
+        // reads each page back (query on a sqlx thread, zstd decompress here) and writes
+        // pages.jsonl and the page file. Startup (clap, migrations) is negligible.
+        let output = comm == "trawl";
+        let phase = output
+            .then_some("output (main thread: read back, decompress, write --out)")
+            .or_else(|| {
+                frames
+                    .iter()
+                    .find_map(|(sym, dso)| phase_of_frame(sym, dso))
+            })
             .unwrap_or_else(|| {
                 if comm.starts_with("sqlx-sqlite") {
                     "store (sqlite/sqlx)"
@@ -915,13 +1000,16 @@ fn phases_from_script(script: &str) -> Phases {
                     "other: unattributed"
                 }
             });
-        if phase.starts_with("other") {
-            let leaf = frames
-                .first()
-                .map(|(sym, dso)| format!("{} [{}]", short_symbol(sym), short_dso(dso)))
-                .unwrap_or_else(|| "(no frames)".to_owned());
-            *phases.other_leaf.entry(leaf).or_default() += period;
-        }
+        let leaf = frames
+            .first()
+            .map(|(sym, dso)| format!("{} [{}]", short_symbol(sym), short_dso(dso)))
+            .unwrap_or_else(|| "(no frames)".to_owned());
+        *phases
+            .leaves
+            .entry(phase)
+            .or_default()
+            .entry(leaf)
+            .or_default() += period;
         *phases.by_phase.entry(phase).or_default() += period;
         frames.clear();
     };
@@ -990,7 +1078,7 @@ fn print_phases(phases: &Phases) {
     depths.sort_unstable();
     let median_depth = depths.get(depths.len() / 2).copied().unwrap_or(0);
     println!(
-        "\n-- where the time goes (user-space CPU samples by phase; each sample goes to the innermost frame that names a phase) --"
+        "\n-- where the time goes (CPU samples, user and kernel, by phase; each sample goes to the innermost frame that names a phase) --"
     );
     println!(
         "{} samples, median stack depth {median_depth}{}",
@@ -1002,20 +1090,27 @@ fn print_phases(phases: &Phases) {
         }
     );
     let mut rows: Vec<(&str, u64)> = phases.by_phase.iter().map(|(k, v)| (*k, *v)).collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.1));
     for (phase, value) in &rows {
-        println!("  {:<42} {:>6.1} %", phase, pct(*value));
+        println!("  {:<44} {:>6.1} %", phase, pct(*value));
     }
     println!("\n  by thread:");
-    let mut rows: Vec<(&String, &u64)> = phases.by_comm.iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(a.1));
-    for (comm, value) in rows.iter().take(8) {
-        println!("  {:<42} {:>6.1} %", comm, pct(**value));
+    let mut threads: Vec<(&String, &u64)> = phases.by_comm.iter().collect();
+    threads.sort_by(|a, b| b.1.cmp(a.1));
+    for (comm, value) in threads.iter().take(8) {
+        println!("  {:<44} {:>6.1} %", comm, pct(**value));
     }
-    println!("\n  top leaf symbols of 'other':");
-    let mut rows: Vec<(&String, &u64)> = phases.other_leaf.iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(a.1));
-    for (leaf, value) in rows.iter().take(12) {
-        println!("  {:>6.1} %  {}", pct(**value), leaf);
+    println!("\n  top self-time symbols within each phase (% of all samples):");
+    for (phase, _) in &rows {
+        println!("  {phase}");
+        let mut leaves: Vec<(&String, &u64)> = phases
+            .leaves
+            .get(phase)
+            .map(|m| m.iter().collect())
+            .unwrap_or_default();
+        leaves.sort_by(|a, b| b.1.cmp(a.1));
+        for (leaf, value) in leaves.iter().take(4) {
+            println!("    {:>5.1} %  {}", pct(**value), leaf);
+        }
     }
 }
