@@ -22,7 +22,7 @@ use trawl_workers::web::normalize::normalize_url;
 use crate::cache::{CachedPage, PageCache};
 use crate::metrics::Metrics;
 use crate::queue::{Envelope, Queue};
-use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Store};
+use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status, Store};
 use crate::webhooks::{Event, EventType, Webhooks};
 
 /// How the pools run. Every field is a `trawl.toml` key under `[runner]`.
@@ -166,13 +166,24 @@ pub async fn run_pool(
         .concurrency(concurrency)
         .data(context)
         .build(handle);
-    worker
+    let pruning_queue = queue.clone();
+    let pruning = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Err(error) = pruning_queue.prune_finished().await {
+                tracing::debug!(error = %error, "pruning ended queue rows failed");
+            }
+        }
+    });
+    let outcome = worker
         .run_until(async move {
             shutdown.await;
             Ok::<(), std::io::Error>(())
         })
         .await
-        .map_err(|error| format!("fetch pool stopped: {error}"))
+        .map_err(|error| format!("fetch pool stopped: {error}"));
+    pruning.abort();
+    outcome
 }
 
 /// The apalis handler. Each job runs on its own tokio task, so jobs spread over every core
@@ -212,26 +223,25 @@ async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), s
     if let Attempt::Run { number: 1, .. } = attempt {
         announce_start(context, envelope);
     }
-    let ended = run_attempts(context, envelope, attempt).await?;
-    if ended {
-        announce_end(context, envelope, started).await?;
+    if let Some(status) = run_attempts(context, envelope, attempt).await? {
+        announce_end(context, envelope, status, started).await?;
     }
     Ok(())
 }
 
-/// Runs attempts until the job ends or another delivery owns it. Returns true when this
+/// Runs attempts until the job ends or another delivery owns it. Returns the status when this
 /// delivery ended the job (so its end is announced once).
 async fn run_attempts(
     context: &Context,
     envelope: &Envelope,
     first: Attempt,
-) -> Result<bool, store::Error> {
+) -> Result<Option<Status>, store::Error> {
     let mut attempt = first;
     loop {
         let (number, max) = match attempt {
             Attempt::Run { number, max } => (number, max),
-            Attempt::Cancelled => return Ok(true),
-            Attempt::AlreadyEnded | Attempt::Unknown => return Ok(false),
+            Attempt::Cancelled => return Ok(Some(Status::Cancelled)),
+            Attempt::AlreadyEnded | Attempt::Unknown => return Ok(None),
         };
         if number > max {
             let error = JobError::new(
@@ -273,13 +283,13 @@ async fn run_attempts(
 }
 
 /// Serves a fetch from the cache or fetches it, stores the page and ends the job (returning
-/// whether this call ended it). Returns the job error when the fetch failed (the caller
-/// decides on retries); `Err` is a store failure.
+/// the status this call ended it with). Returns the job error when the fetch failed (the
+/// caller decides on retries); `Err` is a store failure.
 async fn run_fetch(
     context: &Context,
     job_id: &str,
     job: &FetchJob,
-) -> Result<Result<bool, JobError>, store::Error> {
+) -> Result<Result<Option<Status>, JobError>, store::Error> {
     let (url, options_hash) = match cache_key(&context.fetch.client, job) {
         Ok(key) => key,
         Err(error) => return Ok(Err(error)),
@@ -327,7 +337,7 @@ async fn run_fetch(
         })
         .await?;
     context.metrics.fetched(fetched.raw.len());
-    if ended && !ttl.is_zero() {
+    if ended.is_some() && !ttl.is_zero() {
         let page = PageRecord {
             id: job_id.to_owned(),
             content_hash,
@@ -406,22 +416,27 @@ fn announce_start(context: &Context, envelope: &Envelope) {
     }
 }
 
-/// Publishes a job's end: the in-process signal, metrics, the job's webhook event, and the
-/// batch's `completed` event when this was its last job.
+/// Publishes a job's end: the in-process signal, metrics, and, when webhooks are configured,
+/// the job's event and the batch's `completed` event when this was its last job.
 async fn announce_end(
     context: &Context,
     envelope: &Envelope,
+    status: Status,
     started: Instant,
 ) -> Result<(), store::Error> {
+    let _ = context.ended.send(envelope.id.clone());
+    context.metrics.job_ended(
+        envelope.job.kind(),
+        status.as_str(),
+        Some(started.elapsed().as_secs_f64()),
+    );
+    let needs_record = status != Status::Succeeded || context.webhooks.is_some();
+    if !needs_record {
+        return Ok(());
+    }
     let Some(record) = context.store.job(&envelope.id).await? else {
         return Ok(());
     };
-    let _ = context.ended.send(envelope.id.clone());
-    context.metrics.job_ended(
-        &record.kind,
-        record.status.as_str(),
-        Some(started.elapsed().as_secs_f64()),
-    );
     if let Some(error) = &record.error
         && error.code == ErrorCode::BlockedDestination
     {

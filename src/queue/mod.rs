@@ -112,6 +112,17 @@ impl Queue {
             .map_err(|error| Error::Backend(error.to_string()))
     }
 
+    /// Deletes the queue's rows of tasks that ended. The store keeps every job's record; apalis
+    /// keeps its own rows forever, and its ack query walks every row the worker ever locked,
+    /// so without this a long run slows down quadratically (measured: sqlite JSON functions
+    /// grew from 2 % to 16 % of CPU between a 500- and a 5,000-page run).
+    pub async fn prune_finished(&self) -> Result<u64, Error> {
+        let deleted = sqlx::query("DELETE FROM Jobs WHERE status IN ('Done', 'Killed')")
+            .execute(&self.pool)
+            .await?;
+        Ok(deleted.rows_affected())
+    }
+
     /// Checks that the queue database answers.
     pub async fn ping(&self) -> Result<(), Error> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;

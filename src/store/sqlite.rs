@@ -119,7 +119,9 @@ impl Store {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30));
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            // Few connections: writes are serialised anyway, and each connection's page cache
+            // is dropped whenever another one writes.
+            .max_connections(4)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
@@ -271,7 +273,7 @@ impl Store {
             });
         }
         // A job asked to stop between attempts ends here, as cancelled.
-        if self.finish(id, &Outcome::Cancelled).await? {
+        if self.finish(id, &Outcome::Cancelled).await?.is_some() {
             return Ok(Attempt::Cancelled);
         }
         let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ?")
@@ -298,9 +300,10 @@ impl Store {
         Ok(())
     }
 
-    /// Ends a job. The first end wins: returns false when the job had already ended (so a
+    /// Ends a job. The first end wins: returns the status it ended with (`cancelled` when a
+    /// cancel was requested meanwhile), or `None` when the job had already ended (so a
     /// duplicate delivery cannot overwrite or double a result).
-    pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<bool, Error> {
+    pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<Option<Status>, Error> {
         let mut tx = self.write_transaction().await?;
         let ended = finish_in(&mut tx, id, outcome).await?;
         tx.commit().await?;
@@ -309,17 +312,19 @@ impl Store {
 
     /// Stores a fetched page (blobs once, page row keyed by the job id) and ends the job with
     /// its result, in one transaction: there is never a result without its page, or the
-    /// reverse. Returns the content hash and whether this call ended the job.
+    /// reverse. Returns the content hash and the status this call ended the job with (`None`
+    /// when another delivery had ended it).
     pub async fn finish_with_page(
         &self,
         job_id: &str,
         page: NewPage<'_>,
         result_for: impl FnOnce(&str) -> serde_json::Value,
-    ) -> Result<(String, bool), Error> {
+    ) -> Result<(String, Option<Status>), Error> {
         let text = page.text.as_bytes().to_vec();
         let raw = page.raw.to_vec();
+        // Raw bodies are large and rarely read: the fastest level. Texts are read back often.
         let (text_blob, raw_blob) =
-            tokio::task::spawn_blocking(move || (Blob::pack(&text), Blob::pack(&raw)))
+            tokio::task::spawn_blocking(move || (Blob::pack(&text, 3), Blob::pack(&raw, 1)))
                 .await
                 .map_err(|error| Error::Corrupt {
                     what: "blob",
@@ -380,8 +385,9 @@ impl Store {
             page_id: Some(job_id.to_owned()),
         };
         let ended = finish_in(&mut tx, job_id, &outcome).await?;
-        if ended {
+        if ended.is_some() {
             tx.commit().await?;
+            self.remember_text(&content_hash, page.text);
         } else {
             // Another delivery of this job ended it first: keep its page, not this one.
             tx.rollback().await?;
@@ -472,24 +478,28 @@ impl Store {
             what: "page text",
             detail: error.to_string(),
         })?;
-        if text.len() <= TEXT_CACHE_BYTES / 16
-            && let Ok(mut texts) = self.texts.lock()
-        {
-            texts.bytes += text.len();
-            if let Some(old) = texts
-                .lru
-                .put(page.content_hash.clone(), Arc::from(text.as_str()))
-            {
-                texts.bytes -= old.len();
-            }
-            while texts.bytes > TEXT_CACHE_BYTES {
-                match texts.lru.pop_lru() {
-                    Some((_, evicted)) => texts.bytes -= evicted.len(),
-                    None => break,
-                }
+        self.remember_text(&page.content_hash, &text);
+        Ok(text)
+    }
+
+    /// Keeps a text in the bounded in-memory cache.
+    fn remember_text(&self, content_hash: &str, text: &str) {
+        if text.len() > TEXT_CACHE_BYTES / 16 {
+            return;
+        }
+        let Ok(mut texts) = self.texts.lock() else {
+            return;
+        };
+        texts.bytes += text.len();
+        if let Some(old) = texts.lru.put(content_hash.to_owned(), Arc::from(text)) {
+            texts.bytes -= old.len();
+        }
+        while texts.bytes > TEXT_CACHE_BYTES {
+            match texts.lru.pop_lru() {
+                Some((_, evicted)) => texts.bytes -= evicted.len(),
+                None => break,
             }
         }
-        Ok(text)
     }
 
     /// Returns one job.
@@ -574,7 +584,7 @@ async fn finish_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     id: &str,
     outcome: &Outcome,
-) -> Result<bool, Error> {
+) -> Result<Option<Status>, Error> {
     let (result, page_id, error) = match outcome {
         Outcome::Succeeded { result, page_id } => (Some(result.to_string()), page_id.clone(), None),
         Outcome::Failed(error) | Outcome::Dead(error) => (None, None, Some(error.clone())),
@@ -587,7 +597,8 @@ async fn finish_in(
              page_id = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?3 END,
              error = COALESCE(?4, error), error_code = COALESCE(?5, error_code),
              finished_at = ?6, done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)
-         WHERE id = ?7 AND status IN ('queued', 'running')",
+         WHERE id = ?7 AND status IN ('queued', 'running')
+         RETURNING status",
     )
     .bind(outcome.status().as_str())
     .bind(result)
@@ -596,9 +607,16 @@ async fn finish_in(
     .bind(error.as_ref().map(|error| error.code.as_str()))
     .bind(now_rfc3339())
     .bind(id)
-    .execute(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await?;
-    Ok(done.rows_affected() == 1)
+    done.map(|row| {
+        let status: String = row.try_get(0)?;
+        Status::parse(&status).ok_or_else(|| Error::Corrupt {
+            what: "job status",
+            detail: status,
+        })
+    })
+    .transpose()
 }
 
 fn job_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<JobRecord, Error> {
@@ -648,9 +666,9 @@ struct Blob {
 }
 
 impl Blob {
-    fn pack(bytes: &[u8]) -> Blob {
+    fn pack(bytes: &[u8], level: i32) -> Blob {
         let sha256 = hex::encode(Sha256::digest(bytes));
-        match zstd::bulk::compress(bytes, 3) {
+        match zstd::bulk::compress(bytes, level) {
             Ok(packed) if packed.len() < bytes.len() => Blob {
                 sha256,
                 codec: "zstd",

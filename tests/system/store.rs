@@ -51,12 +51,15 @@ async fn the_first_end_of_a_job_wins() {
         .await
         .expect("creates");
     let failed = Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 404"));
-    assert!(store.finish(&id, &failed).await.expect("ends"));
+    assert_eq!(
+        store.finish(&id, &failed).await.expect("ends"),
+        Some(Status::Failed)
+    );
     let succeeded = Outcome::Succeeded {
         result: serde_json::json!({"late": true}),
         page_id: None,
     };
-    assert!(!store.finish(&id, &succeeded).await.expect("refused"));
+    assert_eq!(store.finish(&id, &succeeded).await.expect("refused"), None);
     let job = store.job(&id).await.expect("reads").expect("exists");
     assert_eq!(job.status, Status::Failed);
     assert!(job.result.is_none());

@@ -39,7 +39,8 @@ pub struct Extracted {
     pub meta: Meta,
     /// The headings of the content, in order.
     pub outline: Vec<Heading>,
-    /// Characters of visible text in the whole body (before extraction), for block-page checks.
+    /// Visible (non-whitespace) characters in the whole body before extraction, for block-page
+    /// checks.
     pub body_chars: usize,
 }
 
@@ -70,14 +71,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     }
     let links = collect_links(&document, page_url);
     let mut meta = read_meta(&document, page_url);
-    let body_chars = document
-        .select("body")
-        .text()
-        .split_whitespace()
-        .map(|word| word.chars().count() + 1)
-        .sum::<usize>();
-
-    prune::prune(&document);
+    let body_chars = prune::prune(&document);
     let text_mode = match format {
         Format::Markdown => TextMode::Markdown,
         Format::Text | Format::Html => TextMode::Formatted,
