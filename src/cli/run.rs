@@ -99,7 +99,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let output = match &args.out {
-        Some(dir) => Some(Output::create(dir)?),
+        Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
         None => None,
     };
 
@@ -367,12 +367,13 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
 /// The `--out` directory: pages.jsonl and one file per page.
 struct Output {
     dir: PathBuf,
+    format: Format,
     jsonl: std::io::BufWriter<std::fs::File>,
     files: u64,
 }
 
 impl Output {
-    fn create(dir: &Path) -> anyhow::Result<Output> {
+    fn create(dir: &Path, format: Format) -> anyhow::Result<Output> {
         std::fs::create_dir_all(dir.join("pages"))
             .with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("pages.jsonl");
@@ -380,6 +381,7 @@ impl Output {
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(Output {
             dir: dir.to_owned(),
+            format,
             jsonl: std::io::BufWriter::new(file),
             files: 0,
         })
@@ -410,14 +412,22 @@ impl Output {
         store: &Store,
         result: &serde_json::Value,
     ) -> anyhow::Result<()> {
-        let Some(page_id) = result["page_id"].as_str() else {
+        let (Some(content_hash), Some(final_url)) = (
+            result["content_hash"].as_str(),
+            result["final_url"].as_str(),
+        ) else {
             return Ok(());
         };
-        let Some(page) = store.page(page_id).await? else {
-            return Ok(());
+        // The result holds the whole text unless it was truncated; then the store has it
+        // (usually still in memory, since it was just written).
+        let text = match result["content"]["text"].as_str() {
+            Some(text) if result["content"]["truncated"] == false => text.to_owned(),
+            _ => store.text(content_hash).await?,
         };
-        let text = store.page_text(&page).await?;
-        let extension = match (page.info.format, page.info.content_type.as_str()) {
+        let extension = match (
+            self.format,
+            result["content_type"].as_str().unwrap_or_default(),
+        ) {
             (_, "application/json") => "json",
             (_, "text/plain") => "txt",
             (Format::Markdown, _) => "md",
@@ -426,8 +436,8 @@ impl Output {
         };
         let name = format!(
             "{}-{}.{extension}",
-            slug(&page.info.final_url),
-            &page.content_hash[..10]
+            slug(final_url),
+            &content_hash[..10.min(content_hash.len())]
         );
         let path = self.dir.join("pages").join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;

@@ -338,32 +338,28 @@ impl Store {
         let lines = page.text.lines().count() as i64;
         let result = result_for(&content_hash);
 
+        // Three statements in one transaction (each statement is a round trip to sqlx's
+        // connection thread, which is most of the store's cost). A job asked to stop gets no
+        // page: the page insert is guarded, and `finish_in` ends the job as cancelled.
         let mut tx = self.write_transaction().await?;
-        let cancelled = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND cancel_requested = 1")
-            .bind(job_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_some();
-        if cancelled {
-            let ended = finish_in(&mut tx, job_id, &Outcome::Cancelled).await?;
-            tx.commit().await?;
-            return Ok((content_hash, ended));
-        }
-        for blob in [&text_blob, &raw_blob] {
-            sqlx::query(
-                "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?)",
-            )
-            .bind(&blob.sha256)
-            .bind(blob.codec)
-            .bind(blob.size as i64)
-            .bind(&blob.bytes)
-            .execute(&mut *tx)
-            .await?;
-        }
+        sqlx::query(
+            "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?), (?, ?, ?, ?)",
+        )
+        .bind(&text_blob.sha256)
+        .bind(text_blob.codec)
+        .bind(text_blob.size as i64)
+        .bind(&text_blob.bytes)
+        .bind(&raw_blob.sha256)
+        .bind(raw_blob.codec)
+        .bind(raw_blob.size as i64)
+        .bind(&raw_blob.bytes)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "INSERT OR IGNORE INTO pages (id, url, final_url, options_hash, status, content_type,
                  title, fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
+             WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND cancel_requested = 1)",
         )
         .bind(job_id)
         .bind(page.url)
@@ -460,25 +456,30 @@ impl Store {
         Ok(Some(unpacked))
     }
 
-    /// Returns a page's whole text (from memory when it was read recently).
+    /// Returns a page's whole text (from memory when it was read or written recently).
     pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
+        self.text(&page.content_hash).await
+    }
+
+    /// Returns the text stored under a content hash.
+    pub async fn text(&self, content_hash: &str) -> Result<String, Error> {
         if let Ok(mut texts) = self.texts.lock()
-            && let Some(text) = texts.lru.get(&page.content_hash)
+            && let Some(text) = texts.lru.get(content_hash)
         {
             return Ok(text.to_string());
         }
         let bytes = self
-            .blob(&page.content_hash)
+            .blob(content_hash)
             .await?
             .ok_or_else(|| Error::Corrupt {
                 what: "page",
-                detail: format!("text blob {} missing", page.content_hash),
+                detail: format!("text blob {content_hash} missing"),
             })?;
         let text = String::from_utf8(bytes).map_err(|error| Error::Corrupt {
             what: "page text",
             detail: error.to_string(),
         })?;
-        self.remember_text(&page.content_hash, &text);
+        self.remember_text(content_hash, &text);
         Ok(text)
     }
 

@@ -78,6 +78,10 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     };
     let config = dom_smoothie::Config {
         text_mode,
+        // Link density is recomputed less often (dom_smoothie's documented range is 5-10):
+        // measured on the labelled set, F1 0.968 -> 0.967 (inside its ±0.004) for about 15 %
+        // less extraction time.
+        min_score_to_adjust: 10.0,
         ..dom_smoothie::Config::default()
     };
     let mut readability =
