@@ -6,6 +6,7 @@
 
 mod fetch;
 mod post;
+mod snapshots;
 mod ssrf;
 
 use std::net::IpAddr;
