@@ -5,14 +5,15 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use trawl_workers::fetch;
 use trawl_workers::job::{FetchJob, Format, Job};
-use trawl_workers::{fetch, web};
 
+use super::Embedded;
 use super::extract::FormatArg;
 use super::remote::{Remote, ServerArgs};
 use crate::config::Config;
-use crate::queue::{Envelope, Queue};
-use crate::store::{NewJob, Store};
+use crate::queue::Envelope;
+use crate::store::NewJob;
 
 /// Arguments of `trawl enqueue`.
 #[derive(Debug, clap::Args)]
@@ -89,25 +90,16 @@ async fn enqueue_remote(server: &str, args: &Args, jobs: Vec<Job>) -> anyhow::Re
 
 async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCode> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let client =
-        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
+    let Embedded {
+        store,
+        queue,
+        client,
+    } = Embedded::open(&config).await?;
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {
         fetch::check_url(&client, job.url())
             .map_err(|error| anyhow::anyhow!("{}: {}", job.url(), error))?;
     }
-    let store = Store::open(&config.store_path())
-        .await
-        .context("opening the store")?;
-    let queue = Queue::open(
-        &config.queue_path(),
-        &config.namespace,
-        config.runner.queue_settings(),
-    )
-    .await
-    .context("opening the queue")?;
     let mut new_jobs = Vec::with_capacity(jobs.len());
     let mut envelopes = Vec::with_capacity(jobs.len());
     for job in jobs {

@@ -57,6 +57,49 @@ pub enum Command {
     Config,
 }
 
+/// The embedded store and queue, and the guarded client, as a command opens them.
+struct Embedded {
+    store: crate::store::Store,
+    queue: crate::queue::Queue,
+    client: trawl_workers::web::Client,
+}
+
+impl Embedded {
+    /// Creates the data directory if needed and opens the store and the queue in it.
+    async fn open(config: &Config) -> anyhow::Result<Embedded> {
+        use anyhow::Context as _;
+        let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
+            .map_err(anyhow::Error::msg)?;
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!("creating the data directory {}", config.data_dir.display())
+        })?;
+        let store = crate::store::Store::open(&config.store_path())
+            .await
+            .context("opening the store")?;
+        let queue = crate::queue::Queue::open(
+            &config.queue_path(),
+            &config.namespace,
+            config.runner.queue_settings(),
+        )
+        .await
+        .context("opening the queue")?;
+        Ok(Embedded {
+            store,
+            queue,
+            client,
+        })
+    }
+
+    /// The runner context over these parts.
+    fn context(&self, config: &Config) -> crate::runner::Context {
+        let fetch = trawl_workers::fetch::Deps {
+            client: self.client.clone(),
+            config: config.fetch.clone(),
+        };
+        crate::runner::Context::new(self.store.clone(), fetch, config.runner.clone())
+    }
+}
+
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let load = |cli: &Cli| -> anyhow::Result<Config> {

@@ -17,10 +17,11 @@ use tokio::io::AsyncBufReadExt as _;
 use trawl_workers::job::{FetchJob, Format, Job};
 use trawl_workers::{fetch, web};
 
+use super::Embedded;
 use super::extract::FormatArg;
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
-use crate::runner::{self, Context};
+use crate::runner;
 use crate::store::{JobRecord, NewJob, Status, Store};
 
 /// Jobs recorded per transaction and pushed per queue call.
@@ -96,34 +97,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     } else {
         args.urls.clone()
     };
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
     let output = match &args.out {
         Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
         None => None,
     };
-
-    let store = Store::open(&config.store_path())
-        .await
-        .context("opening the store")?;
-    let queue = Queue::open(
-        &config.queue_path(),
-        &config.namespace,
-        config.runner.queue_settings(),
-    )
-    .await
-    .context("opening the queue")?;
-    let client =
-        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
-    let fetch_deps = fetch::Deps {
-        client: client.clone(),
-        config: config.fetch.clone(),
-    };
-    let context = Arc::new(Context::new(
-        store.clone(),
-        fetch_deps,
-        config.runner.clone(),
-    ));
+    let embedded = Embedded::open(&config).await?;
+    let context = Arc::new(embedded.context(&config));
+    let Embedded {
+        store,
+        queue,
+        client,
+    } = embedded;
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let pool_queue = queue.clone();

@@ -9,13 +9,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::sync::watch;
-use trawl_workers::{fetch, web};
 
+use super::Embedded;
 use crate::api::{self, AppState};
 use crate::config::Config;
-use crate::queue::Queue;
-use crate::runner::{self, Context};
-use crate::store::Store;
+use crate::runner;
 use crate::webhooks::Webhooks;
 
 /// Arguments of `trawl serve`.
@@ -48,25 +46,13 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         config.ssrf.allow_private_network = true;
     }
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating the data directory {}", config.data_dir.display()))?;
-    let store = Store::open(&config.store_path())
-        .await
-        .context("opening the store")?;
-    let queue = Queue::open(
-        &config.queue_path(),
-        &config.namespace,
-        config.runner.queue_settings(),
-    )
-    .await
-    .context("opening the queue")?;
-    let client =
-        web::Client::new(config.http.clone(), config.ssrf.clone()).map_err(anyhow::Error::msg)?;
-    let fetch_deps = fetch::Deps {
-        client: client.clone(),
-        config: config.fetch.clone(),
-    };
-    let mut context = Context::new(store.clone(), fetch_deps, config.runner.clone());
+    let embedded = Embedded::open(&config).await?;
+    let mut context = embedded.context(&config);
+    let Embedded {
+        store,
+        queue,
+        client,
+    } = embedded;
     if config.webhooks.secret.is_some() {
         context.webhooks =
             Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
