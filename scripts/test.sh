@@ -50,7 +50,23 @@ if ! unshare -rn true 2>/dev/null; then
   echo "test: cannot create a network namespace (unshare -rn); the SSRF tests must not run outside one" >&2
   exit 1
 fi
-unshare -rn sh -c 'ip link set lo up && exec cargo test --workspace --all-features --locked --offline "$@"' sh "$@"
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+# Unit, pool and system tests (there are no doc tests; leaving them out keeps the last
+# result line meaningful).
+set +e
+unshare -rn sh -c 'ip link set lo up && exec cargo test --workspace --all-features --locked --offline --lib --bins --tests "$@"' sh "$@" 2>&1 | tee "$results"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed;?$/) sum += $(i - 1) } END { print sum + 0 }' "$results")
+failed=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^failed;?$/) sum += $(i - 1) } END { print sum + 0 }' "$results")
+if [ "$status" -ne 0 ]; then
+  echo "cargo: $passed passed, $failed failed"
+  exit "$status"
+fi
 
 step "schemathesis against /openapi.json (in a private network namespace)"
 unshare -rn sh -c 'ip link set lo up && exec scripts/schemathesis.sh "$1" "$2"' sh "$CARGO_TARGET_DIR/debug/trawl" "$venv/bin/st"
+
+echo
+echo "cargo: $passed passed, $failed failed"
