@@ -92,15 +92,7 @@ pub(super) async fn fetch(
 
     let id = ulid::Ulid::generate().to_string();
     let job = Job::Fetch(job);
-    let new_job = NewJob {
-        id: id.clone(),
-        kind: job.kind(),
-        batch_id: None,
-        url: job.url().to_owned(),
-        params: serde_json::to_value(&job).map_err(|error| ApiError::internal(&error))?,
-        max_attempts: context.config.max_attempts,
-        webhook: None,
-    };
+    let new_job = NewJob::new(&id, &job, context.config.max_attempts);
     // Subscribe before queueing, so the end cannot slip between the two.
     let mut ended = context.ended.subscribe();
     context.store.create_jobs(&[new_job]).await?;

@@ -147,13 +147,9 @@ pub(super) async fn submit(
     for job in jobs {
         let id = ulid::Ulid::generate().to_string();
         new_jobs.push(NewJob {
-            id: id.clone(),
-            kind: job.kind(),
             batch_id: batch_id.clone(),
-            url: job.url().to_owned(),
-            params: serde_json::to_value(&job).map_err(|error| ApiError::internal(&error))?,
-            max_attempts,
             webhook: webhook.clone(),
+            ..NewJob::new(&id, &job, max_attempts)
         });
         envelopes.push(Envelope {
             batch_id: batch_id.clone(),

@@ -104,15 +104,7 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
     let mut envelopes = Vec::with_capacity(jobs.len());
     for job in jobs {
         let id = ulid::Ulid::generate().to_string();
-        new_jobs.push(NewJob {
-            id: id.clone(),
-            kind: job.kind(),
-            batch_id: None,
-            url: job.url().to_owned(),
-            params: serde_json::to_value(&job)?,
-            max_attempts: config.runner.max_attempts,
-            webhook: None,
-        });
+        new_jobs.push(NewJob::new(&id, &job, config.runner.max_attempts));
         envelopes.push(Envelope::new(id, job));
     }
     store.create_jobs(&new_jobs).await?;

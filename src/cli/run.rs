@@ -323,13 +323,8 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
             ..deps.template.clone()
         });
         let new_job = NewJob {
-            id: id.clone(),
-            kind: job.kind(),
             batch_id: Some(deps.batch_id.clone()),
-            url: url.clone(),
-            params: serde_json::to_value(&job)?,
-            max_attempts: deps.max_attempts,
-            webhook: None,
+            ..NewJob::new(&id, &job, deps.max_attempts)
         };
         deps.counters.enqueued.fetch_add(1, Ordering::Relaxed);
         match fetch::check_url(&deps.client, &url) {

@@ -38,6 +38,21 @@ pub struct NewJob {
     pub webhook: Option<String>,
 }
 
+impl NewJob {
+    /// The record of `job` under `id`: kind, URL and JSON form taken from the job.
+    pub fn new(id: &str, job: &trawl_workers::job::Job, max_attempts: u32) -> NewJob {
+        NewJob {
+            id: id.to_owned(),
+            kind: job.kind(),
+            batch_id: None,
+            url: job.url().to_owned(),
+            params: serde_json::to_value(job).expect("jobs are plain data and serialise to json"),
+            max_attempts,
+            webhook: None,
+        }
+    }
+}
+
 /// A batch of jobs submitted together.
 #[derive(Debug, Clone)]
 pub struct NewBatch {

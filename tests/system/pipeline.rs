@@ -17,13 +17,8 @@ async fn enqueue(context: &Context, job: FetchJob) -> Envelope {
     let id = ulid::Ulid::generate().to_string();
     let job = Job::Fetch(job);
     let new_job = NewJob {
-        id: id.clone(),
-        kind: job.kind(),
         batch_id: Some("test".to_owned()),
-        url: job.url().to_owned(),
-        params: serde_json::to_value(&job).expect("json"),
-        max_attempts: context.config.max_attempts,
-        webhook: None,
+        ..NewJob::new(&id, &job, context.config.max_attempts)
     };
     context
         .store

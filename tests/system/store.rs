@@ -6,13 +6,8 @@ use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
 fn new_job(id: &str, batch: &str) -> NewJob {
     let job = Job::Fetch(FetchJob::new("https://example.com/"));
     NewJob {
-        id: id.to_owned(),
-        kind: job.kind(),
         batch_id: Some(batch.to_owned()),
-        url: "https://example.com/".to_owned(),
-        params: serde_json::to_value(&job).expect("json"),
-        max_attempts: 3,
-        webhook: None,
+        ..NewJob::new(id, &job, 3)
     }
 }
 
