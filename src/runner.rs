@@ -43,8 +43,6 @@ pub struct Config {
     pub heartbeat_secs: u64,
     /// Missed heartbeats before a silent worker's jobs are handed to another.
     pub missed_heartbeats: usize,
-    /// Bytes of page text the in-process page cache keeps (0 keeps none in memory).
-    pub page_cache_bytes: usize,
 }
 
 impl Default for Config {
@@ -57,7 +55,6 @@ impl Default for Config {
             poll_interval_ms: 100,
             heartbeat_secs: 5,
             missed_heartbeats: 3,
-            page_cache_bytes: 64 << 20,
         }
     }
 }
@@ -135,7 +132,7 @@ impl Context {
     pub fn new(store: Store, fetch: fetch::Deps, config: Config) -> Context {
         let (ended, _) = broadcast::channel(1_024);
         Context {
-            cache: PageCache::new(store.clone(), config.page_cache_bytes),
+            cache: PageCache::new(store.clone()),
             store,
             fetch,
             config,
@@ -345,14 +342,7 @@ async fn run_fetch(
             fetched_at_ms: jiff::Timestamp::now().as_millisecond(),
             info: fetched.info,
         };
-        context.cache.insert(
-            url.as_str(),
-            &stored_hash,
-            CachedPage {
-                page,
-                text: fetched.text,
-            },
-        );
+        context.cache.insert(url.as_str(), &stored_hash, page);
     }
     Ok(Ok(ended))
 }
@@ -373,7 +363,7 @@ pub async fn fresh_page(
     job: &FetchJob,
     url: &url::Url,
     options_hash: &str,
-) -> Result<Option<Arc<CachedPage>>, store::Error> {
+) -> Result<Option<CachedPage>, store::Error> {
     let ttl = context.fetch.config.cache_ttl_for(job);
     if ttl.is_zero() {
         return Ok(None);

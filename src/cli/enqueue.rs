@@ -8,9 +8,9 @@ use anyhow::Context as _;
 use trawl_workers::fetch;
 use trawl_workers::job::{FetchJob, Format, Job};
 
-use super::Embedded;
 use super::extract::FormatArg;
 use super::remote::{Remote, ServerArgs};
+use super::{Embedded, UrlArgs, url_line};
 use crate::config::Config;
 use crate::queue::Envelope;
 use crate::store::NewJob;
@@ -18,12 +18,9 @@ use crate::store::NewJob;
 /// Arguments of `trawl enqueue`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// URLs to queue.
-    #[arg(value_name = "URL")]
-    pub urls: Vec<String>,
-    /// A file with one URL per line (# comments and blank lines skipped), or - for stdin.
-    #[arg(long, short = 'f', value_name = "FILE|-")]
-    pub file: Option<String>,
+    /// The URLs to queue.
+    #[command(flatten)]
+    pub input: UrlArgs,
     /// Format of the extracted text.
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: FormatArg,
@@ -36,8 +33,9 @@ pub struct Args {
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    let mut urls = args.urls.clone();
-    match args.file.as_deref() {
+    args.input.require_some()?;
+    let mut urls = args.input.urls.clone();
+    match args.input.file.as_deref() {
         Some("-") => urls.extend(read_lines(std::io::stdin().lock())?),
         Some(path) => {
             let file = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
@@ -120,10 +118,8 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
 fn read_lines(reader: impl std::io::BufRead) -> anyhow::Result<Vec<String>> {
     let mut urls = Vec::new();
     for line in reader.lines() {
-        let line = line?;
-        let line = line.trim();
-        if !line.is_empty() && !line.starts_with('#') {
-            urls.push(line.to_owned());
+        if let Some(url) = url_line(&line?) {
+            urls.push(url.to_owned());
         }
     }
     Ok(urls)

@@ -57,6 +57,36 @@ pub enum Command {
     Config,
 }
 
+/// URLs given as arguments, in a file, or on standard input (`run` and `enqueue`).
+#[derive(Debug, clap::Args)]
+pub struct UrlArgs {
+    /// URLs (http or https).
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+    /// A file with one URL per line (blank lines and lines starting with # are skipped), or -
+    /// for standard input.
+    #[arg(long, short = 'f', value_name = "FILE|-")]
+    pub file: Option<String>,
+}
+
+impl UrlArgs {
+    /// Refuses a command given no URLs at all.
+    fn require_some(&self) -> anyhow::Result<()> {
+        if self.urls.is_empty() && self.file.is_none() {
+            anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)");
+        }
+        Ok(())
+    }
+}
+
+/// The URL on an input line, or `None` for a blank or `#` comment line. Only the line ending
+/// is removed: other surrounding whitespace stays, and the URL check refuses it.
+fn url_line(line: &str) -> Option<&str> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let content = line.trim();
+    (!content.is_empty() && !content.starts_with('#')).then_some(line)
+}
+
 /// The embedded store and queue, and the guarded client, as a command opens them.
 struct Embedded {
     store: crate::store::Store,

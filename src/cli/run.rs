@@ -17,8 +17,8 @@ use tokio::io::AsyncBufReadExt as _;
 use trawl_workers::job::{FetchJob, Format, Job};
 use trawl_workers::{fetch, web};
 
-use super::Embedded;
 use super::extract::FormatArg;
+use super::{Embedded, UrlArgs, url_line};
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
 use crate::runner;
@@ -33,13 +33,9 @@ const READ_AHEAD: u64 = 5_000;
 /// Arguments of `trawl run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// URLs to fetch (http or https).
-    #[arg(value_name = "URL")]
-    pub urls: Vec<String>,
-    /// A file with one URL per line (blank lines and lines starting with # are skipped), or -
-    /// for standard input.
-    #[arg(long, short = 'f', value_name = "FILE|-")]
-    pub file: Option<String>,
+    /// The URLs to fetch.
+    #[command(flatten)]
+    pub input: UrlArgs,
     /// Write DIR/pages.jsonl (one line per input URL: the result, or {"url", "error"}) and
     /// one file per page under DIR/pages/.
     #[arg(long, short = 'o', value_name = "DIR")]
@@ -84,18 +80,16 @@ enum Input {
 pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     apply_flags(&mut config, args);
     config.validate()?;
-    let input = match (&args.file, args.urls.is_empty()) {
-        (None, true) => {
-            anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)")
-        }
-        (Some(file), _) if file == "-" => Input::Stdin,
-        (Some(file), _) => Input::File(PathBuf::from(file)),
-        (None, false) => Input::Args(args.urls.clone()),
+    args.input.require_some()?;
+    let input = match args.input.file.as_deref() {
+        Some("-") => Input::Stdin,
+        Some(file) => Input::File(PathBuf::from(file)),
+        None => Input::Args(args.input.urls.clone()),
     };
     let leading_urls = if matches!(input, Input::Args(_)) {
         Vec::new()
     } else {
-        args.urls.clone()
+        args.input.urls.clone()
     };
     let output = match &args.out {
         Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
@@ -275,11 +269,10 @@ async fn produce(input: Input, leading: Vec<String>, deps: ProduceDeps) -> anyho
                 .transpose()?,
         };
         let Some(line) = line else { break };
-        let line = line.trim_end_matches(['\r', '\n']);
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+        let Some(url) = url_line(&line) else {
             continue;
-        }
-        chunk.push(line.to_owned());
+        };
+        chunk.push(url.to_owned());
         if chunk.len() >= CHUNK {
             enqueue_chunk(&deps, std::mem::take(&mut chunk)).await?;
         }

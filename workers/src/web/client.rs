@@ -661,23 +661,14 @@ fn error_chain(error: &reqwest::Error) -> String {
         current = source.source();
     }
     if parts.is_empty() {
-        parts.push(error.without_url_ref().to_string());
-    }
-    parts.join(": ")
-}
-
-trait WithoutUrl {
-    fn without_url_ref(&self) -> String;
-}
-
-impl WithoutUrl for reqwest::Error {
-    fn without_url_ref(&self) -> String {
-        let mut text = self.to_string();
-        if let Some(url) = self.url() {
+        // reqwest's own message names the whole URL; keep its origin only.
+        let mut text = error.to_string();
+        if let Some(url) = error.url() {
             text = text.replace(url.as_str(), &origin_of(url));
         }
-        text
+        parts.push(text);
     }
+    parts.join(": ")
 }
 
 #[cfg(test)]
