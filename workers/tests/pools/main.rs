@@ -8,6 +8,7 @@ mod fetch;
 mod post;
 mod snapshots;
 mod ssrf;
+mod warc;
 
 use std::net::IpAddr;
 use std::sync::Arc;
