@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example site, offline: builds trawl (release), serves
-# examples/site on 127.0.0.1:8719, runs `trawl run` over examples/urls.txt into out/, shows
-# the summary and the first lines of a stored page, then stops the server it started.
+# examples/site on 127.0.0.1:8719, runs `trawl run --archive` over examples/urls.txt into
+# out/, shows the summary, the first lines of a stored page and a search of the archive, then
+# stops the server it started.
 # Installs what is missing on Debian (as root): a C compiler, python3 (the static server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +38,9 @@ PY
   sleep 0.1
 done
 
-echo "==> trawl run --file examples/urls.txt --out out/"
+echo "==> trawl run --archive --file examples/urls.txt --out out/"
 # The example site is on loopback, which the SSRF guard refuses by default.
-"$trawl" --data-dir .trawl run --allow-private-network --cache-ttl 0 --file examples/urls.txt --out out
+"$trawl" --data-dir .trawl run --allow-private-network --cache-ttl 0 --archive --file examples/urls.txt --out out
 
 echo "==> out/pages.jsonl (url, status or error code)"
 python3 - <<'PY'
@@ -51,3 +52,5 @@ for line in open("out/pages.jsonl"):
 PY
 echo "==> trawl read http://127.0.0.1:$port/articles/tidal-power.html --to 12"
 "$trawl" --data-dir .trawl read "http://127.0.0.1:$port/articles/tidal-power.html" --to 12
+echo "==> trawl search \"lamp colour sectors\" -k 2 (the archive: chunks with heading paths)"
+"$trawl" --data-dir .trawl search "lamp colour sectors" -k 2

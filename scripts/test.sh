@@ -35,15 +35,18 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-it
 step "build the tests"
 cargo test --workspace --all-features --locked --no-run
 
-# schemathesis (PyPI), pinned, in a virtualenv of its own; installed before entering the
-# network namespace, which has no route to the package index.
+# Python tools (PyPI), pinned, in a virtualenv of their own: schemathesis (the API against its
+# OpenAPI document) and warcio (the WARC files). Installed before entering the network
+# namespace, which has no route to the package index.
 venv="${TRAWL_VENV:-$HOME/.cache/trawl-venv}"
-if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5"; then
-  step "install schemathesis 4.32.5 into $venv"
+if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5" \
+  || ! "$venv/bin/pip" show warcio 2>/dev/null | grep -q "^Version: 1.8.1$"; then
+  step "install schemathesis 4.32.5 and warcio 1.8.1 into $venv"
   command -v python3 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
-  python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
-  "$venv/bin/pip" install -q "schemathesis==4.32.5"
+  [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
+  "$venv/bin/pip" install -q "schemathesis==4.32.5" "warcio==1.8.1" "six==1.17.0"
 fi
+export TRAWL_WARCIO="$venv/bin/warcio"
 
 step "cargo test (in a private network namespace: loopback only)"
 if ! unshare -rn true 2>/dev/null; then

@@ -12,7 +12,7 @@ use figment::providers::{Env, Format as _, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use trawl_workers::{fetch, web};
 
-use crate::{api, runner, webhooks};
+use crate::{api, archive, runner, webhooks};
 
 /// The file read when `--config` is not given (ignored when absent).
 pub const DEFAULT_CONFIG_FILE: &str = "trawl.toml";
@@ -37,6 +37,8 @@ pub struct Config {
     pub api: api::Config,
     /// Webhook signing and delivery.
     pub webhooks: webhooks::Config,
+    /// The archive pool: chunking, index commits, WARC files.
+    pub archive: archive::Config,
 }
 
 impl Default for Config {
@@ -50,6 +52,7 @@ impl Default for Config {
             runner: runner::Config::default(),
             api: api::Config::default(),
             webhooks: webhooks::Config::default(),
+            archive: archive::Config::default(),
         }
     }
 }
@@ -127,6 +130,7 @@ impl Config {
         self.runner.validate().map_err(Error::Invalid)?;
         self.api.validate().map_err(Error::Invalid)?;
         self.webhooks.validate().map_err(Error::Invalid)?;
+        self.archive.validate().map_err(Error::Invalid)?;
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;

@@ -7,6 +7,7 @@
 //! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite).
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
+//! - `archive`: the archive pool: pending pages → chunks → tantivy index, responses → WARC.
 //! - `cache`: fresh pages, in an in-process LRU over the store.
 //! - `pages`: reading stored pages by line range; grep.
 //! - `api`: the HTTP API (axum), its errors, auth and OpenAPI document.
@@ -20,6 +21,7 @@
 //! records one result. Jobs carry ids, URLs and options, never page bodies.
 
 pub mod api;
+pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod config;

@@ -300,6 +300,9 @@ async fn run_fetch(
             page_id: Some(hit.page.id.clone()),
         };
         context.metrics.cache_hit();
+        if job.archive {
+            context.store.request_archive_page(&hit.page.id).await?;
+        }
         return Ok(Ok(context.store.finish(job_id, &outcome).await?));
     }
     let fetched = match fetch::run(job, &context.fetch).await {
@@ -323,6 +326,9 @@ async fn run_fetch(
         info: &fetched.info,
         text: &fetched.text,
         raw: &fetched.raw,
+        headers: &fetched.headers,
+        ip: fetched.ip,
+        archive: job.archive,
     };
     let info = &fetched.info;
     let text = &fetched.text;

@@ -39,6 +39,9 @@ pub struct FetchRequest {
     #[serde(default)]
     #[schema(maximum = 3_600)]
     pub timeout_secs: Option<u64>,
+    /// Also archive the page: chunks into the search index, responses into WARC files.
+    #[serde(default)]
+    pub archive: bool,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -72,7 +75,7 @@ pub(super) async fn fetch(
         extract: request.format,
         max_chars: request.max_chars,
         cache_ttl: request.cache_ttl,
-        archive: false,
+        archive: request.archive,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -1,5 +1,6 @@
 //! The HTTP API (axum, JSON): jobs (submit one or a batch, read, follow as server-sent events,
-//! cancel), the synchronous fetch, stored pages (read by line range, grep), health, metrics
+//! cancel), the synchronous fetch, stored pages (read by line range, grep), archive search,
+//! health, metrics
 //! and the OpenAPI document generated from the handlers' types.
 //!
 //! Not here: running jobs (the pools run beside the API in `trawl serve`, or elsewhere), or
@@ -12,6 +13,7 @@ pub mod health;
 pub mod jobs;
 pub mod openapi;
 pub mod pages;
+pub mod search;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -95,6 +97,17 @@ pub struct AppState {
     pub queue: Queue,
     /// API settings.
     pub config: Arc<Config>,
+    /// The archive searched by `/v1/search`, when this server has one.
+    pub archive: Option<ArchiveSearch>,
+}
+
+/// The archive index `/v1/search` reads, and its default limit of hits per page.
+#[derive(Debug, Clone)]
+pub struct ArchiveSearch {
+    /// The index (its reader follows commits, from this process or another).
+    pub index: trawl_workers::archive::index::ArchiveIndex,
+    /// Most hits from one page unless a request says otherwise.
+    pub per_page: usize,
 }
 
 /// Builds the router: public `/healthz` and `/openapi.json`, everything else behind the
@@ -107,6 +120,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/fetch", post(fetch::fetch))
         .route("/v1/pages", get(pages::read))
         .route("/v1/pages/grep", post(pages::grep))
+        .route("/v1/search", get(search::search))
         .route("/metrics", get(health::metrics))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

@@ -17,6 +17,7 @@ use utoipa::{Modify, OpenApi};
         super::fetch::fetch,
         super::pages::read,
         super::pages::grep,
+        super::search::search,
         super::health::healthz,
         super::health::metrics,
     ),

@@ -24,6 +24,9 @@ pub struct Args {
     /// Format of the extracted text.
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: FormatArg,
+    /// Archive each page once fetched (search index and WARC), by the server's archive pool.
+    #[arg(long)]
+    pub archive: bool,
     /// A webhook for the batch's events (with --server; the server needs webhooks.secret).
     #[arg(long, value_name = "URL")]
     pub webhook: Option<String>,
@@ -52,6 +55,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         .map(|url| {
             Job::Fetch(FetchJob {
                 extract: format,
+                archive: args.archive,
                 ..FetchJob::new(url.clone())
             })
         })

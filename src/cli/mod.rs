@@ -3,12 +3,15 @@
 //!
 //! Not here: any behaviour a test or the API would also need (that lives in the library).
 
+mod archive;
 mod config;
 mod enqueue;
+mod export;
 mod extract;
 mod read;
 mod remote;
 mod run;
+mod search;
 mod serve;
 mod status;
 
@@ -53,6 +56,12 @@ pub enum Command {
     Read(read::Args),
     /// Show job counts by status, or one job's record (locally or from --server).
     Status(status::Args),
+    /// Search the archive: BM25 over page chunks, with host and date filters.
+    Search(search::Args),
+    /// Archive stored pages into the search index and WARC files.
+    Archive(archive::Args),
+    /// Export stored responses as a WARC file.
+    Export(export::Args),
     /// Print the configuration in force as TOML (defaults, trawl.toml, TRAWL_* env).
     Config,
 }
@@ -146,6 +155,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,
+        Command::Search(args) => search::run(load(&cli)?, args).await,
+        Command::Archive(args) => archive::run(load(&cli)?, args).await,
+        Command::Export(args) => export::run(load(&cli)?, args).await,
         Command::Config => config::run(&load(&cli)?),
     }
 }

@@ -22,7 +22,7 @@ use super::{Embedded, UrlArgs, url_line};
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
 use crate::runner;
-use crate::store::{JobRecord, NewJob, Status, Store};
+use crate::store::{EndedJob, NewJob, Status, Store};
 
 /// Jobs recorded per transaction and pushed per queue call.
 const CHUNK: usize = 500;
@@ -65,6 +65,10 @@ pub struct Args {
     /// subdomains (repeatable) [config: ssrf.block_hosts].
     #[arg(long, value_name = "PATTERN")]
     pub block_host: Vec<String>,
+    /// Archive every page as it is stored: chunks into the search index (data_dir/index)
+    /// and WARC records (data_dir/warc); `trawl search` then answers from it.
+    #[arg(long)]
+    pub archive: bool,
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -103,6 +107,25 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         client,
     } = embedded;
 
+    // The archive pool runs beside the fetch pool and drains what is pending at the end.
+    let (archive_stop_tx, archive_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let archiver = if args.archive {
+        let archiver = crate::archive::Archiver::open(
+            store.clone(),
+            &config.data_dir,
+            config.archive.clone(),
+            client.request_headers(),
+        )
+        .context("opening the archive (is another trawl archiving into this data directory?)")?;
+        Some(tokio::spawn(archiver.run(
+            crate::archive::Stop::Drain,
+            async move {
+                let _ = archive_stop_rx.await;
+            },
+        )))
+    } else {
+        None
+    };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let pool_queue = queue.clone();
     let pool = tokio::spawn(async move {
@@ -117,6 +140,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         max_chars: args.max_chars,
         cache_ttl: args.cache_ttl,
         extract: Format::from(args.format),
+        archive: args.archive,
         ..FetchJob::new("")
     };
     template.validate().map_err(anyhow::Error::msg)?;
@@ -145,7 +169,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     loop {
         let ended = store.ended_since(&batch_id, last_seq, 1_000).await?;
         for job in &ended {
-            last_seq = job.done_seq.unwrap_or(last_seq);
+            last_seq = job.done_seq;
             counters.ended.fetch_add(1, Ordering::Relaxed);
             if let Some(output) = output.as_mut() {
                 output.write(&store, job).await?;
@@ -183,6 +207,16 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Err(_) => tracing::warn!("fetch pool did not stop within 30 s"),
     }
     progress.finish();
+    let archived = match archiver {
+        Some(archiver) => {
+            let _ = archive_stop_tx.send(());
+            if !args.quiet {
+                eprintln!("trawl: archiving the remaining pages...");
+            }
+            Some(archiver.await.context("the archive pool failed")??)
+        }
+        None => None,
+    };
     if let Ok(Err(error)) = produced {
         return Err(error.context("reading the input"));
     }
@@ -197,6 +231,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         interrupted,
     )
     .await?;
+    if let Some(stats) = archived {
+        println!(
+            "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+            stats.pages,
+            stats.chunks,
+            stats.unchanged,
+            stats.failed,
+            stats.warc_responses,
+            stats.warc_revisits
+        );
+    }
     queue.close().await;
     store.close().await;
     Ok(if interrupted {
@@ -336,6 +381,28 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
     Ok(())
 }
 
+/// The parts of a stored fetch result that name and fill a page file (borrowed where the JSON
+/// allows: texts without escapes are not copied).
+#[derive(serde::Deserialize)]
+struct PageFile<'a> {
+    #[serde(borrow)]
+    final_url: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    content_type: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    content_hash: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    content: PageFileContent<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageFileContent<'a> {
+    #[serde(borrow)]
+    text: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    truncated: bool,
+}
+
 /// The `--out` directory: pages.jsonl and one file per page.
 struct Output {
     dir: PathBuf,
@@ -359,11 +426,12 @@ impl Output {
         })
     }
 
-    async fn write(&mut self, store: &Store, job: &JobRecord) -> anyhow::Result<()> {
-        let line = match (&job.result, &job.error) {
+    async fn write(&mut self, store: &Store, job: &EndedJob) -> anyhow::Result<()> {
+        match (&job.result, &job.error) {
             (Some(result), _) if job.status == Status::Succeeded => {
                 self.write_page_file(store, result).await?;
-                serde_json::to_string(result)?
+                // The stored result is compact JSON on one line: written as it is.
+                writeln!(self.jsonl, "{result}")?;
             }
             (_, error) => {
                 let error = error.clone().unwrap_or_else(|| {
@@ -372,47 +440,39 @@ impl Output {
                         "the job was cancelled",
                     )
                 });
-                serde_json::to_string(&serde_json::json!({ "url": job.url, "error": error }))?
+                let line = serde_json::json!({ "url": job.url, "error": error });
+                writeln!(self.jsonl, "{line}")?;
             }
-        };
-        writeln!(self.jsonl, "{line}")?;
+        }
         Ok(())
     }
 
-    async fn write_page_file(
-        &mut self,
-        store: &Store,
-        result: &serde_json::Value,
-    ) -> anyhow::Result<()> {
-        let (Some(content_hash), Some(final_url)) = (
-            result["content_hash"].as_str(),
-            result["final_url"].as_str(),
-        ) else {
-            return Ok(());
-        };
+    async fn write_page_file(&mut self, store: &Store, result: &str) -> anyhow::Result<()> {
+        let page: PageFile<'_> =
+            serde_json::from_str(result).context("reading a stored job result")?;
         // The result holds the whole text unless it was truncated; then the store has it
         // (usually still in memory, since it was just written).
-        let text = match result["content"]["text"].as_str() {
-            Some(text) if result["content"]["truncated"] == false => text.to_owned(),
-            _ => store.text(content_hash).await?,
+        let text = if page.content.truncated {
+            std::borrow::Cow::Owned(store.text(&page.content_hash).await?)
+        } else {
+            page.content.text
         };
-        let extension = match (
-            self.format,
-            result["content_type"].as_str().unwrap_or_default(),
-        ) {
+        let extension = match (self.format, page.content_type.as_ref()) {
             (_, "application/json") => "json",
             (_, "text/plain") => "txt",
             (Format::Markdown, _) => "md",
             (Format::Text, _) => "txt",
             (Format::Html, _) => "html",
         };
+        let content_hash = &page.content_hash;
         let name = format!(
             "{}-{}.{extension}",
-            slug(final_url),
+            slug(&page.final_url),
             &content_hash[..10.min(content_hash.len())]
         );
         let path = self.dir.join("pages").join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
         self.files += 1;
         Ok(())
     }
@@ -490,7 +550,7 @@ impl Progress {
         self.maybe_print_line();
     }
 
-    fn ended(&self, job: &JobRecord) {
+    fn ended(&self, job: &EndedJob) {
         self.ended.fetch_add(1, Ordering::Relaxed);
         if job.status != Status::Succeeded {
             self.failed.fetch_add(1, Ordering::Relaxed);

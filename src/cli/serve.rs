@@ -53,10 +53,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         queue,
         client,
     } = embedded;
+    // The archive pool runs with the other pools; the index is searched either way (another
+    // process may hold its writer: then this server searches what that one commits).
+    let request_headers = client.request_headers();
     if config.webhooks.secret.is_some() {
         context.webhooks =
             Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
     }
+    let archive_index = trawl_workers::archive::index::ArchiveIndex::open_or_create(
+        &crate::archive::index_dir(&config.data_dir),
+    )
+    .context("opening the archive index")?;
     let context = Arc::new(context);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -72,10 +79,38 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         })
     });
 
+    let archiver = if args.no_pools {
+        None
+    } else {
+        match crate::archive::Archiver::open(
+            store.clone(),
+            &config.data_dir,
+            config.archive.clone(),
+            request_headers,
+        ) {
+            Ok(archiver) => {
+                let mut stop = stop_rx.clone();
+                Some(tokio::spawn(archiver.run(
+                    crate::archive::Stop::Now,
+                    async move {
+                        let _ = stop.wait_for(|stopped| *stopped).await;
+                    },
+                )))
+            }
+            Err(error) => {
+                eprintln!("trawl: no archive pool here: {error}");
+                None
+            }
+        }
+    };
     let state = AppState {
         context,
         queue: queue.clone(),
         config: Arc::new(config.api.clone()),
+        archive: Some(api::ArchiveSearch {
+            index: archive_index,
+            per_page: config.archive.per_page,
+        }),
     };
     let listener = tokio::net::TcpListener::bind(&config.api.bind)
         .await
@@ -86,7 +121,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         if args.no_pools {
             "api only"
         } else {
-            "api and fetch pool"
+            "api, fetch and archive pools"
         },
         config.api.tokens.len(),
         if config.api.tokens.is_empty() {
@@ -112,6 +147,16 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             "trawl: running jobs did not finish within {} s; the queue will hand them out again",
             grace.as_secs()
         );
+    }
+    if let Some(archiver) = archiver {
+        match tokio::time::timeout(grace, archiver).await {
+            Ok(Ok(Ok(_))) => {}
+            Ok(Ok(Err(error))) => eprintln!("trawl: archive pool: {error}"),
+            Ok(Err(error)) => eprintln!("trawl: archive pool task failed: {error}"),
+            Err(_) => eprintln!(
+                "trawl: the archive pool did not stop in time; pending pages wait for the next start"
+            ),
+        }
     }
     match tokio::time::timeout(grace, server).await {
         Ok(Ok(Ok(()))) | Err(_) => {}

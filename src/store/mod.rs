@@ -97,6 +97,24 @@ pub struct JobRecord {
     pub done_seq: Option<i64>,
 }
 
+/// A job of a batch that ended, as `trawl run` reports it: the result as its stored JSON text
+/// (written out as is, never parsed into a tree and printed again).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndedJob {
+    /// The job id.
+    pub id: String,
+    /// The URL it was about.
+    pub url: String,
+    /// How it ended.
+    pub status: Status,
+    /// Its place in the order jobs ended.
+    pub done_seq: i64,
+    /// The result JSON, when it succeeded.
+    pub result: Option<String>,
+    /// The last error, when it did not.
+    pub error: Option<JobError>,
+}
+
 /// A stored page, without its text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PageRecord {
@@ -156,6 +174,48 @@ pub struct NewPage<'a> {
     pub text: &'a str,
     /// The raw body.
     pub raw: &'a [u8],
+    /// The final response's headers (kept for WARC records).
+    pub headers: &'a [(String, String)],
+    /// The address the final response came from.
+    pub ip: Option<std::net::IpAddr>,
+    /// Whether the archive pool should take the page.
+    pub archive: bool,
+}
+
+/// A stored page as the archive pool takes it: what the index and the WARC records need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchivePage {
+    /// The page id (the id of the job that fetched it).
+    pub id: String,
+    /// Normalised requested URL.
+    pub url: String,
+    /// The page's description.
+    pub info: trawl_workers::fetch::PageInfo,
+    /// Hash of the text blob.
+    pub content_hash: String,
+    /// Hash of the raw body blob.
+    pub raw_hash: String,
+    /// When it was fetched, in milliseconds since the epoch.
+    pub fetched_at_ms: i64,
+    /// The final response's headers, when they were kept.
+    pub headers: Vec<(String, String)>,
+    /// The address the response came from, when known.
+    pub ip: Option<String>,
+    /// Its WARC record, once written.
+    pub warc_record_id: Option<String>,
+}
+
+/// Where a page's WARC record went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarcRef {
+    /// The page id.
+    pub page_id: String,
+    /// The WARC-Record-ID of its response or revisit record.
+    pub record_id: String,
+    /// The file it is in.
+    pub file: String,
+    /// The record's offset in that file.
+    pub offset: u64,
 }
 
 /// Store failures: all internal from a job's point of view.

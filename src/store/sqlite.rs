@@ -14,7 +14,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 use trawl_workers::job::JobError;
 
-use super::{Error, JobRecord, NewPage, Outcome, PageRecord, Status};
+use super::{
+    ArchivePage, EndedJob, Error, JobRecord, NewPage, Outcome, PageRecord, Status, WarcRef,
+};
 
 /// Largest blob decompressed on read: a guard against a corrupt or hostile database file.
 const MAX_BLOB_BYTES: usize = 256 << 20;
@@ -92,6 +94,8 @@ pub struct BatchSummary {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Pages on their way to the group-commit writer.
+    committer: tokio::sync::mpsc::Sender<PendingPage>,
     /// Recently read page texts by content hash. Blobs never change, so entries never go
     /// stale; bounded in bytes.
     texts: Arc<Mutex<TextCache>>,
@@ -140,8 +144,11 @@ impl Store {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        let (committer, pending) = tokio::sync::mpsc::channel(GROUP_COMMIT_PAGES * 4);
+        tokio::spawn(commit_pages(pool.clone(), pending));
         Ok(Store {
             pool,
+            committer,
             texts: Arc::new(Mutex::new(TextCache {
                 lru: LruCache::unbounded(),
                 bytes: 0,
@@ -329,6 +336,11 @@ impl Store {
     /// its result, in one transaction: there is never a result without its page, or the
     /// reverse. Returns the content hash and the status this call ended the job with (`None`
     /// when another delivery had ended it).
+    ///
+    /// Pages finished at the same time are committed together (group commit): a single
+    /// writer task takes every page waiting when it is free and writes them with three
+    /// multi-row statements in one transaction. Per-statement round trips to SQLite's thread
+    /// were the largest cost of the store in the pipeline profile.
     pub async fn finish_with_page(
         &self,
         job_id: &str,
@@ -346,62 +358,38 @@ impl Store {
                     detail: format!("compression task failed: {error}"),
                 })?;
         let content_hash = text_blob.sha256.clone();
-        let info = to_json(page.info);
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
             .map(|timestamp| timestamp.as_millisecond())
             .unwrap_or_else(|_| jiff::Timestamp::now().as_millisecond());
-        let lines = page.text.lines().count() as i64;
-        let result = result_for(&content_hash);
-
-        // Three statements in one transaction (each statement is a round trip to sqlx's
-        // connection thread, which is most of the store's cost). A job asked to stop gets no
-        // page: the page insert is guarded, and `finish_in` ends the job as cancelled.
-        let mut tx = self.write_transaction().await?;
-        sqlx::query(
-            "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) VALUES (?, ?, ?, ?), (?, ?, ?, ?)",
-        )
-        .bind(&text_blob.sha256)
-        .bind(text_blob.codec)
-        .bind(text_blob.size as i64)
-        .bind(&text_blob.bytes)
-        .bind(&raw_blob.sha256)
-        .bind(raw_blob.codec)
-        .bind(raw_blob.size as i64)
-        .bind(&raw_blob.bytes)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT OR IGNORE INTO pages (id, url, final_url, options_hash, status, content_type,
-                 title, fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info)
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13
-             WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1 AND cancel_requested = 1)",
-        )
-        .bind(job_id)
-        .bind(page.url)
-        .bind(page.final_url)
-        .bind(page.options_hash)
-        .bind(page.info.status)
-        .bind(&page.info.content_type)
-        .bind(&page.info.title)
-        .bind(&page.info.fetched_at)
-        .bind(fetched_at_ms)
-        .bind(&content_hash)
-        .bind(&raw_blob.sha256)
-        .bind(lines)
-        .bind(info)
-        .execute(&mut *tx)
-        .await?;
-        let outcome = Outcome::Succeeded {
-            result,
-            page_id: Some(job_id.to_owned()),
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let pending = PendingPage {
+            job_id: job_id.to_owned(),
+            url: page.url.to_owned(),
+            final_url: page.final_url.to_owned(),
+            options_hash: page.options_hash.to_owned(),
+            status: page.info.status,
+            content_type: page.info.content_type.clone(),
+            title: page.info.title.clone(),
+            fetched_at: page.info.fetched_at.clone(),
+            fetched_at_ms,
+            lines: page.text.lines().count() as i64,
+            info: to_json(page.info),
+            headers: to_json(&page.headers),
+            ip: page.ip.map(|ip| ip.to_string()),
+            archive: page.archive,
+            result: result_for(&content_hash).to_string(),
+            text_blob,
+            raw_blob,
+            reply,
         };
-        let ended = finish_in(&mut tx, job_id, &outcome).await?;
+        let gone = || Error::Corrupt {
+            what: "page",
+            detail: "the store's writer stopped".to_owned(),
+        };
+        self.committer.send(pending).await.map_err(|_| gone())?;
+        let ended = answer.await.map_err(|_| gone())??;
         if ended.is_some() {
-            tx.commit().await?;
             self.remember_text(&content_hash, page.text);
-        } else {
-            // Another delivery of this job ended it first: keep its page, not this one.
-            tx.rollback().await?;
         }
         Ok((content_hash, ended))
     }
@@ -437,6 +425,168 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         row.map(|row| page_from_row(&row)).transpose()
+    }
+
+    /// Asks the archive pool to take the newest page of each URL (requested or final URL,
+    /// normalised). Returns the URLs with no stored page; nothing is changed when any is
+    /// missing.
+    pub async fn request_archive(&self, urls: &[String]) -> Result<Vec<String>, Error> {
+        let mut tx = self.write_transaction().await?;
+        let mut missing = Vec::new();
+        for url in urls {
+            let changed = sqlx::query(
+                "UPDATE pages SET archive_state = 'pending', archived_at = NULL
+                 WHERE id = (SELECT id FROM pages WHERE url = ?1 OR final_url = ?1
+                             ORDER BY fetched_at_ms DESC LIMIT 1)",
+            )
+            .bind(url)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if changed == 0 {
+                missing.push(url.clone());
+            }
+        }
+        if missing.is_empty() {
+            tx.commit().await?;
+        } else {
+            tx.rollback().await?;
+        }
+        Ok(missing)
+    }
+
+    /// Asks the archive pool to take one page (a cached page served to a job with
+    /// `archive: true`), unless it is archived already.
+    pub async fn request_archive_page(&self, page_id: &str) -> Result<(), Error> {
+        sqlx::query(
+            "UPDATE pages SET archive_state = 'pending'
+             WHERE id = ? AND archive_state IS NOT 'archived'",
+        )
+        .bind(page_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Returns up to `limit` pages waiting for the archive pool, oldest first, after the
+    /// page at `after_rowid` (a cursor: the second value of the last page returned).
+    pub async fn archive_backlog(
+        &self,
+        after_rowid: i64,
+        limit: u32,
+    ) -> Result<Vec<(ArchivePage, i64)>, Error> {
+        let rows = sqlx::query(
+            "SELECT rowid, id, url, content_hash, raw_hash, fetched_at_ms, info, headers, ip,
+                    warc_record_id
+             FROM pages WHERE archive_state = 'pending' AND rowid > ? ORDER BY rowid LIMIT ?",
+        )
+        .bind(after_rowid)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((archive_page_from_row(row)?, row.try_get::<i64, _>("rowid")?)))
+            .collect()
+    }
+
+    /// Counts the pages waiting for the archive pool.
+    pub async fn archive_pending(&self) -> Result<u64, Error> {
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM pages WHERE archive_state = 'pending'")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(count as u64)
+    }
+
+    /// Records where the WARC records of pages went (before they are marked archived, so a
+    /// crash in between does not write them twice).
+    pub async fn record_warc(&self, written: &[WarcRef]) -> Result<(), Error> {
+        let mut tx = self.write_transaction().await?;
+        for record in written {
+            sqlx::query(
+                "UPDATE pages SET warc_record_id = ?, warc_file = ?, warc_offset = ? WHERE id = ?",
+            )
+            .bind(&record.record_id)
+            .bind(&record.file)
+            .bind(record.offset as i64)
+            .bind(&record.page_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Ends the archiving of pages: `archived` after the index committed them, or `failed`.
+    pub async fn mark_archived(&self, page_ids: &[String], state: &str) -> Result<(), Error> {
+        if page_ids.is_empty() {
+            return Ok(());
+        }
+        let now = now_rfc3339();
+        let mut tx = self.write_transaction().await?;
+        for id in page_ids {
+            sqlx::query("UPDATE pages SET archive_state = ?, archived_at = ? WHERE id = ?")
+                .bind(state)
+                .bind(&now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The newest earlier page of `url` with the same raw body whose WARC record was written:
+    /// the record a revisit refers to (its id and the page's fetch time in milliseconds).
+    pub async fn warc_original(
+        &self,
+        url: &str,
+        raw_hash: &str,
+        before_ms: i64,
+    ) -> Result<Option<(String, i64)>, Error> {
+        let row = sqlx::query(
+            "SELECT warc_record_id, fetched_at_ms FROM pages
+             WHERE url = ? AND raw_hash = ? AND warc_record_id IS NOT NULL AND fetched_at_ms <= ?
+             ORDER BY fetched_at_ms DESC LIMIT 1",
+        )
+        .bind(url)
+        .bind(raw_hash)
+        .bind(before_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .transpose()
+    }
+
+    /// Returns up to `limit` stored pages for a WARC export, in fetch order, after the page
+    /// at `after_rowid`: those whose URL starts with `url_prefix` and, when given, that the
+    /// jobs of `batch_id` fetched.
+    pub async fn export_pages(
+        &self,
+        url_prefix: Option<&str>,
+        batch_id: Option<&str>,
+        after_rowid: i64,
+        limit: u32,
+    ) -> Result<Vec<(ArchivePage, i64)>, Error> {
+        let rows = sqlx::query(
+            "SELECT pages.rowid AS rowid, pages.id AS id, pages.url AS url, content_hash,
+                    raw_hash, fetched_at_ms, info, headers, ip, warc_record_id
+             FROM pages LEFT JOIN jobs ON jobs.id = pages.id
+             WHERE pages.rowid > ?1
+               AND (?2 IS NULL OR substr(pages.final_url, 1, length(?2)) = ?2
+                    OR substr(pages.url, 1, length(?2)) = ?2)
+               AND (?3 IS NULL OR jobs.batch_id = ?3)
+             ORDER BY pages.rowid LIMIT ?4",
+        )
+        .bind(after_rowid)
+        .bind(url_prefix)
+        .bind(batch_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| Ok((archive_page_from_row(row)?, row.try_get::<i64, _>("rowid")?)))
+            .collect()
     }
 
     /// Returns the page with this id.
@@ -533,16 +683,35 @@ impl Store {
         batch_id: &str,
         after_seq: i64,
         limit: u32,
-    ) -> Result<Vec<JobRecord>, Error> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{JOB_COLUMNS} WHERE batch_id = ? AND done_seq > ? ORDER BY done_seq LIMIT ?"
-        )))
+    ) -> Result<Vec<EndedJob>, Error> {
+        let rows = sqlx::query(
+            "SELECT id, url, status, done_seq, result, error FROM jobs
+             WHERE batch_id = ? AND done_seq > ? ORDER BY done_seq LIMIT ?",
+        )
         .bind(batch_id)
         .bind(after_seq)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(job_from_row).collect()
+        rows.iter()
+            .map(|row| {
+                let status: String = row.try_get("status")?;
+                let error: Option<String> = row.try_get("error")?;
+                Ok(EndedJob {
+                    id: row.try_get("id")?,
+                    url: row.try_get("url")?,
+                    status: Status::parse(&status).ok_or_else(|| Error::Corrupt {
+                        what: "job status",
+                        detail: status.clone(),
+                    })?,
+                    done_seq: row.try_get("done_seq")?,
+                    result: row.try_get("result")?,
+                    error: error
+                        .map(|text| from_json(&text, "job error"))
+                        .transpose()?,
+                })
+            })
+            .collect()
     }
 
     /// Counts jobs by status, over all jobs or one batch.
@@ -591,6 +760,186 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A fetched page waiting for the group commit, with the channel its outcome goes back on.
+struct PendingPage {
+    job_id: String,
+    url: String,
+    final_url: String,
+    options_hash: String,
+    status: u16,
+    content_type: String,
+    title: Option<String>,
+    fetched_at: String,
+    fetched_at_ms: i64,
+    lines: i64,
+    info: String,
+    headers: String,
+    ip: Option<String>,
+    archive: bool,
+    result: String,
+    text_blob: Blob,
+    raw_blob: Blob,
+    reply: tokio::sync::oneshot::Sender<Result<Option<Status>, Error>>,
+}
+
+/// Pages written in one transaction at most (16 bound values per page row).
+const GROUP_COMMIT_PAGES: usize = 64;
+
+/// The store's page writer: takes every page waiting (up to [`GROUP_COMMIT_PAGES`]) and
+/// commits them together. Ends when every `Store` handle is dropped.
+async fn commit_pages(pool: SqlitePool, mut pending: tokio::sync::mpsc::Receiver<PendingPage>) {
+    let mut next: Vec<PendingPage> = Vec::new();
+    loop {
+        if next.is_empty() {
+            match pending.recv().await {
+                Some(page) => next.push(page),
+                None => return,
+            }
+        }
+        while next.len() < GROUP_COMMIT_PAGES {
+            match pending.try_recv() {
+                Ok(page) => next.push(page),
+                Err(_) => break,
+            }
+        }
+        // Two deliveries of one job in one group would match one row twice: the later one
+        // waits for the next group (where it finds the job ended).
+        let mut batch = Vec::with_capacity(next.len());
+        let mut later = Vec::new();
+        for page in next.drain(..) {
+            if batch
+                .iter()
+                .any(|queued: &PendingPage| queued.job_id == page.job_id)
+            {
+                later.push(page);
+            } else {
+                batch.push(page);
+            }
+        }
+        next = later;
+        match commit_group(&pool, &batch).await {
+            Ok(ended) => {
+                for (page, ended) in batch.into_iter().zip(ended) {
+                    let _ = page.reply.send(Ok(ended));
+                }
+            }
+            // One bad page must not fail its neighbours: on an error, each page is tried
+            // alone and gets its own answer.
+            Err(error) if batch.len() > 1 => {
+                tracing::debug!(error = %error, pages = batch.len(), "group commit failed, committing pages one by one");
+                for page in batch {
+                    let ended = commit_group(&pool, std::slice::from_ref(&page))
+                        .await
+                        .map(|mut ended| ended.pop().flatten());
+                    let _ = page.reply.send(ended);
+                }
+            }
+            Err(error) => {
+                for page in batch {
+                    let _ = page.reply.send(Err(Error::Corrupt {
+                        what: "page",
+                        detail: error.to_string(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Ends the jobs of `pages` as succeeded (first end wins; a cancel request wins over the
+/// result) and stores the pages of the jobs this call ended as succeeded, blobs first.
+/// Returns, per page, the status its job ended with, or `None` when it had already ended.
+async fn commit_group(
+    pool: &SqlitePool,
+    pages: &[PendingPage],
+) -> Result<Vec<Option<Status>>, Error> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let now = now_rfc3339();
+    let mut end_jobs = sqlx::QueryBuilder::<sqlx::Sqlite>::new("WITH v(id, result, seq) AS (");
+    end_jobs.push_values(pages.iter().enumerate(), |mut row, (seq, page)| {
+        row.push_bind(page.job_id.as_str())
+            .push_bind(page.result.as_str())
+            .push_bind(seq as i64 + 1);
+    });
+    end_jobs.push(
+        ") UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'succeeded' END,
+             result = CASE WHEN cancel_requested = 1 THEN NULL ELSE v.result END,
+             page_id = CASE WHEN cancel_requested = 1 THEN NULL ELSE jobs.id END,
+             finished_at = ",
+    );
+    end_jobs.push_bind(now.as_str());
+    end_jobs.push(
+        ", done_seq = (SELECT COALESCE(MAX(done_seq), 0) FROM jobs) + v.seq
+         FROM v WHERE jobs.id = v.id AND jobs.status IN ('queued', 'running')
+         RETURNING jobs.id, jobs.status",
+    );
+    let rows = end_jobs.build().fetch_all(&mut *tx).await?;
+    let mut ended: Vec<Option<Status>> = vec![None; pages.len()];
+    for row in &rows {
+        let id: String = row.try_get(0)?;
+        let status: String = row.try_get(1)?;
+        let status = Status::parse(&status).ok_or_else(|| Error::Corrupt {
+            what: "job status",
+            detail: status,
+        })?;
+        if let Some(index) = pages.iter().position(|page| page.job_id == id) {
+            ended[index] = Some(status);
+        }
+    }
+    let stored: Vec<&PendingPage> = pages
+        .iter()
+        .zip(&ended)
+        .filter(|(_, ended)| **ended == Some(Status::Succeeded))
+        .map(|(page, _)| page)
+        .collect();
+    if !stored.is_empty() {
+        let mut blobs: Vec<&Blob> = Vec::with_capacity(stored.len() * 2);
+        for page in &stored {
+            for blob in [&page.text_blob, &page.raw_blob] {
+                if !blobs.iter().any(|seen| seen.sha256 == blob.sha256) {
+                    blobs.push(blob);
+                }
+            }
+        }
+        let mut insert_blobs = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT OR IGNORE INTO blobs (sha256, codec, size, bytes) ",
+        );
+        insert_blobs.push_values(blobs, |mut row, blob| {
+            row.push_bind(blob.sha256.as_str())
+                .push_bind(blob.codec)
+                .push_bind(blob.size as i64)
+                .push_bind(blob.bytes.as_slice());
+        });
+        insert_blobs.build().execute(&mut *tx).await?;
+        let mut insert_pages = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT OR IGNORE INTO pages (id, url, final_url, options_hash, status, content_type,
+                 title, fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info,
+                 headers, ip, archive_state) ",
+        );
+        insert_pages.push_values(&stored, |mut row, page| {
+            row.push_bind(page.job_id.as_str())
+                .push_bind(page.url.as_str())
+                .push_bind(page.final_url.as_str())
+                .push_bind(page.options_hash.as_str())
+                .push_bind(page.status)
+                .push_bind(page.content_type.as_str())
+                .push_bind(page.title.as_deref())
+                .push_bind(page.fetched_at.as_str())
+                .push_bind(page.fetched_at_ms)
+                .push_bind(page.text_blob.sha256.as_str())
+                .push_bind(page.raw_blob.sha256.as_str())
+                .push_bind(page.lines)
+                .push_bind(page.info.as_str())
+                .push_bind(page.headers.as_str())
+                .push_bind(page.ip.as_deref())
+                .push_bind(page.archive.then_some("pending"));
+        });
+        insert_pages.build().execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(ended)
 }
 
 const JOB_COLUMNS: &str = "SELECT id, kind, batch_id, url, status, attempts, max_attempts, result, error, \
@@ -670,6 +1019,25 @@ fn page_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PageRecord, Error> {
         lines: row.try_get::<i64, _>("lines")? as u64,
         fetched_at_ms: row.try_get("fetched_at_ms")?,
         info: from_json(&info, "page info")?,
+    })
+}
+
+fn archive_page_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ArchivePage, Error> {
+    let info: String = row.try_get("info")?;
+    let headers: Option<String> = row.try_get("headers")?;
+    Ok(ArchivePage {
+        id: row.try_get("id")?,
+        url: row.try_get("url")?,
+        info: from_json(&info, "page info")?,
+        content_hash: row.try_get("content_hash")?,
+        raw_hash: row.try_get("raw_hash")?,
+        fetched_at_ms: row.try_get("fetched_at_ms")?,
+        headers: headers
+            .map(|text| from_json(&text, "page headers"))
+            .transpose()?
+            .unwrap_or_default(),
+        ip: row.try_get("ip")?,
+        warc_record_id: row.try_get("warc_record_id")?,
     })
 }
 

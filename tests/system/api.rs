@@ -48,6 +48,7 @@ impl Api {
         .await
         .expect("queue");
         let state = AppState {
+            archive: None,
             context: context.clone(),
             queue: queue.clone(),
             config: Arc::new(api::Config {

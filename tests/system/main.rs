@@ -3,6 +3,7 @@
 //! One binary, one module per area: `cargo test --test system pipeline::` runs one area.
 
 mod api;
+mod archive;
 mod cli;
 mod pipeline;
 mod store;

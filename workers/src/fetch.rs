@@ -121,6 +121,8 @@ pub struct Fetched {
     pub raw: Bytes,
     /// The final response's headers, for WARC.
     pub headers: Vec<(String, String)>,
+    /// The address the final response came from, for WARC.
+    pub ip: Option<std::net::IpAddr>,
 }
 
 /// Why a fetch produced no page.
@@ -341,6 +343,7 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
         text: extracted.text,
         raw: response.body,
         headers,
+        ip: response.remote_addr.map(|addr| addr.ip()),
     })
 }
 

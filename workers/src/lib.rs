@@ -16,6 +16,7 @@
 //! Glossary: URL → response (bytes from the network) → page (text + metadata, stored) →
 //! chunks (archive, later).
 
+pub mod archive;
 pub mod fetch;
 pub mod job;
 #[cfg(feature = "testing")]

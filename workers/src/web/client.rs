@@ -266,6 +266,13 @@ impl Response {
     }
 }
 
+/// The Accept header of every request.
+const ACCEPT: &str =
+    "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.7";
+
+/// The Accept-Encoding header reqwest sends with the gzip, br, deflate and zstd features.
+const ACCEPT_ENCODING: &str = "gzip, br, zstd, deflate";
+
 /// The guarded client. Cheap to clone; share one per process so connections are pooled.
 #[derive(Clone)]
 pub struct Client {
@@ -299,12 +306,7 @@ impl Client {
         let dial_targets = Arc::new(dns.dial_targets());
         let resolver = GuardedResolver::new(policy.clone(), dns);
         let mut default_headers = HeaderMap::new();
-        default_headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static(
-                "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.7",
-            ),
-        );
+        default_headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT));
         let accept_language = HeaderValue::from_str(&config.accept_language)
             .map_err(|_| "http.accept_language is not a valid header value".to_owned())?;
         default_headers.insert(header::ACCEPT_LANGUAGE, accept_language);
@@ -333,6 +335,19 @@ impl Client {
     /// Returns the SSRF policy in force.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The headers every request carries (besides Host), as WARC request records show them.
+    pub fn request_headers(&self) -> Vec<(String, String)> {
+        [
+            ("User-Agent", self.config.user_agent.as_str()),
+            ("Accept", ACCEPT),
+            ("Accept-Language", self.config.accept_language.as_str()),
+            ("Accept-Encoding", ACCEPT_ENCODING),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
     }
 
     /// Returns the limits in force.

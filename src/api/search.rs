@@ -1,0 +1,109 @@
+//! Archive search, for agents and RAG pipelines: `GET /v1/search?q=&host=&after=&before=&as_of=&k=&per_page=`
+//! runs BM25 over the archived chunks (tantivy's query language) and returns RAG-ready hits:
+//! url, title, heading path, chunk text, highlighted snippet, score and fetch time.
+//!
+//! Not here: indexing (the archive pool) or the ranking itself (`trawl_workers::archive`).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use trawl_workers::archive::index::{self, Hit, MAX_K, SearchQuery};
+use utoipa::{IntoParams, ToSchema};
+
+use super::AppState;
+use super::error::{ApiError, ApiQuery, ErrorBody};
+
+/// A search of the archive.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// The query: words (more matches rank higher), "a phrase", +required, -excluded,
+    /// title:word.
+    pub q: String,
+    /// Only pages of this host (exact).
+    #[serde(default)]
+    pub host: Option<String>,
+    /// Only pages fetched at or after this date (2026-01-31) or RFC 3339 instant.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// Only pages fetched before this date or instant.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// The archive as it was then: each URL's version of that time.
+    #[serde(default)]
+    pub as_of: Option<String>,
+    /// Hits wanted, 1 to 100 (default 10).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub k: Option<usize>,
+    /// Most hits from one page (default from the configuration, 2; 0: no limit).
+    #[serde(default)]
+    pub per_page: Option<usize>,
+}
+
+/// The hits, best first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SearchResults {
+    /// The query as given.
+    pub query: String,
+    /// Matching chunks, best first.
+    pub hits: Vec<Hit>,
+}
+
+/// Searches the archive.
+#[utoipa::path(get, path = "/v1/search", tag = "archive", params(SearchParams),
+    responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn search(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<SearchParams>,
+) -> Result<Json<SearchResults>, ApiError> {
+    let Some(archive) = state.archive.clone() else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "archive_unavailable",
+            "this server has no archive index",
+        ));
+    };
+    let instant = |value: &Option<String>, name: &str| {
+        value
+            .as_deref()
+            .map(crate::archive::parse_instant)
+            .transpose()
+            .map_err(|error| format!("{name}: {error}"))
+    };
+    let bad_request =
+        |message: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message);
+    let k = params.k.unwrap_or(10);
+    if k == 0 || k > MAX_K {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("k must be between 1 and {MAX_K}"),
+        ));
+    }
+    let query = SearchQuery {
+        text: params.q.clone(),
+        host: params.host.clone(),
+        after: instant(&params.after, "after").map_err(bad_request)?,
+        before: instant(&params.before, "before").map_err(bad_request)?,
+        as_of: instant(&params.as_of, "as_of").map_err(bad_request)?,
+        k,
+        per_page: params.per_page.unwrap_or(archive.per_page),
+    };
+    let hits = tokio::task::spawn_blocking(move || archive.index.search(&query))
+        .await
+        .map_err(|error| ApiError::internal(&error))?
+        .map_err(|error| match error {
+            index::Error::Query(message) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
+            }
+            other => ApiError::internal(&other),
+        })?;
+    Ok(Json(SearchResults {
+        query: params.q,
+        hits,
+    }))
+}

@@ -1,0 +1,68 @@
+//! `trawl archive`: archive stored pages (the newest version of each URL given), then every
+//! page still waiting, into the search index and the WARC files.
+
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use trawl_workers::web::normalize::normalize_url;
+
+use crate::archive::{Archiver, Stop};
+use crate::config::Config;
+use crate::store::Store;
+
+/// Arguments of `trawl archive`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// URLs of stored pages (as requested or as finally fetched). With none, the pages
+    /// already waiting (fetched with archive: true) are archived.
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+}
+
+pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    let mut urls = Vec::with_capacity(args.urls.len());
+    for url in &args.urls {
+        let parsed = url::Url::parse(url).with_context(|| format!("{url:?} is not a URL"))?;
+        urls.push(normalize_url(&parsed).to_string());
+    }
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    let store = Store::open(&config.store_path())
+        .await
+        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let missing = store.request_archive(&urls).await?;
+    if !missing.is_empty() {
+        eprintln!(
+            "trawl: no stored page for {} (fetch first: trawl run URL); nothing archived",
+            missing.join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let pending = store.archive_pending().await?;
+    let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
+        .map_err(anyhow::Error::msg)?;
+    let archiver = Archiver::open(
+        store.clone(),
+        &config.data_dir,
+        config.archive.clone(),
+        client.request_headers(),
+    )
+    .context("opening the archive (is another trawl archiving into this data directory?)")?;
+    eprintln!("trawl: archiving {pending} pages");
+    let stats = archiver.run(Stop::Drain, async {}).await?;
+    println!(
+        "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+        stats.pages,
+        stats.chunks,
+        stats.unchanged,
+        stats.failed,
+        stats.warc_responses,
+        stats.warc_revisits
+    );
+    store.close().await;
+    Ok(if stats.failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
