@@ -381,8 +381,8 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
     Ok(())
 }
 
-/// The parts of a stored fetch result that name and fill a page file (borrowed where the JSON
-/// allows: texts without escapes are not copied).
+/// The parts of a stored fetch result that name a page file (borrowed where the JSON allows;
+/// the rest, the text included, is skipped without being copied).
 #[derive(serde::Deserialize)]
 struct PageFile<'a> {
     #[serde(borrow)]
@@ -391,16 +391,6 @@ struct PageFile<'a> {
     content_type: std::borrow::Cow<'a, str>,
     #[serde(borrow)]
     content_hash: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    content: PageFileContent<'a>,
-}
-
-#[derive(serde::Deserialize)]
-struct PageFileContent<'a> {
-    #[serde(borrow)]
-    text: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    truncated: bool,
 }
 
 /// The `--out` directory: pages.jsonl and one file per page.
@@ -450,13 +440,9 @@ impl Output {
     async fn write_page_file(&mut self, store: &Store, result: &str) -> anyhow::Result<()> {
         let page: PageFile<'_> =
             serde_json::from_str(result).context("reading a stored job result")?;
-        // The result holds the whole text unless it was truncated; then the store has it
-        // (usually still in memory, since it was just written).
-        let text = if page.content.truncated {
-            std::borrow::Cow::Owned(store.text(&page.content_hash).await?)
-        } else {
-            page.content.text
-        };
+        // The whole text, from the store (in memory: it was just written), rather than from
+        // the result, where it may be truncated and would have to be unescaped.
+        let text = store.shared_text(&page.content_hash).await?;
         let extension = match (self.format, page.content_type.as_ref()) {
             (_, "application/json") => "json",
             (_, "text/plain") => "txt",

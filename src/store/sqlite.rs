@@ -96,6 +96,8 @@ pub struct Store {
     pool: SqlitePool,
     /// Pages on their way to the group-commit writer.
     committer: tokio::sync::mpsc::Sender<PendingPage>,
+    /// Attempts on their way to the attempt counter.
+    starter: tokio::sync::mpsc::Sender<StartingAttempt>,
     /// Recently read page texts by content hash. Blobs never change, so entries never go
     /// stale; bounded in bytes.
     texts: Arc<Mutex<TextCache>>,
@@ -146,9 +148,12 @@ impl Store {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         let (committer, pending) = tokio::sync::mpsc::channel(GROUP_COMMIT_PAGES * 4);
         tokio::spawn(commit_pages(pool.clone(), pending));
+        let (starter, starting) = tokio::sync::mpsc::channel(GROUP_COMMIT_PAGES * 4);
+        tokio::spawn(start_attempts(pool.clone(), starting));
         Ok(Store {
             pool,
             committer,
+            starter,
             texts: Arc::new(Mutex::new(TextCache {
                 lru: LruCache::unbounded(),
                 bytes: 0,
@@ -279,20 +284,18 @@ impl Store {
     /// Starts an attempt: counts it and marks the job running. A job that already ended is
     /// left alone (the queue delivers at least once).
     pub async fn begin_attempt(&self, id: &str) -> Result<Attempt, Error> {
-        let row = sqlx::query(
-            "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ?
-             WHERE id = ? AND status IN ('queued', 'running') AND cancel_requested = 0
-             RETURNING attempts, max_attempts",
-        )
-        .bind(now_rfc3339())
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        if let Some(row) = row {
-            return Ok(Attempt::Run {
-                number: row.try_get::<u32, _>(0)?,
-                max: row.try_get::<u32, _>(1)?,
-            });
+        // Attempts starting at the same time are counted together, in one statement.
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let gone = || Error::Corrupt {
+            what: "job",
+            detail: "the store's attempt writer stopped".to_owned(),
+        };
+        self.starter
+            .send((id.to_owned(), reply))
+            .await
+            .map_err(|_| gone())?;
+        if let Some((number, max)) = answer.await.map_err(|_| gone())?? {
+            return Ok(Attempt::Run { number, max });
         }
         // A job asked to stop between attempts ends here, as cancelled.
         if self.finish(id, &Outcome::Cancelled).await?.is_some() {
@@ -628,10 +631,15 @@ impl Store {
 
     /// Returns the text stored under a content hash.
     pub async fn text(&self, content_hash: &str) -> Result<String, Error> {
+        Ok(self.shared_text(content_hash).await?.to_string())
+    }
+
+    /// Like [`Store::text`], without a copy when the text is in memory.
+    pub async fn shared_text(&self, content_hash: &str) -> Result<Arc<str>, Error> {
         if let Ok(mut texts) = self.texts.lock()
             && let Some(text) = texts.lru.get(content_hash)
         {
-            return Ok(text.to_string());
+            return Ok(text.clone());
         }
         let bytes = self
             .blob(content_hash)
@@ -645,7 +653,7 @@ impl Store {
             detail: error.to_string(),
         })?;
         self.remember_text(content_hash, &text);
-        Ok(text)
+        Ok(Arc::from(text))
     }
 
     /// Keeps a text in the bounded in-memory cache.
@@ -841,6 +849,65 @@ async fn commit_pages(pool: SqlitePool, mut pending: tokio::sync::mpsc::Receiver
                     let _ = page.reply.send(Err(Error::Corrupt {
                         what: "page",
                         detail: error.to_string(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// A job id whose attempt starts, with the channel its (number, max) goes back on: `None`
+/// when the job could not start (ended, cancel requested, unknown).
+type StartingAttempt = (
+    String,
+    tokio::sync::oneshot::Sender<Result<Option<(u32, u32)>, Error>>,
+);
+
+/// The attempt counter: takes every attempt waiting (up to [`GROUP_COMMIT_PAGES`]) and
+/// starts them with one statement. Ends when every `Store` handle is dropped.
+async fn start_attempts(pool: SqlitePool, mut starting: tokio::sync::mpsc::Receiver<StartingAttempt>) {
+    while let Some(first) = starting.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < GROUP_COMMIT_PAGES {
+            match starting.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let mut update = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ",
+        );
+        update.push_bind(now_rfc3339());
+        update.push(" WHERE status IN ('queued', 'running') AND cancel_requested = 0 AND id IN (");
+        let mut ids = update.separated(", ");
+        for (id, _) in &batch {
+            ids.push_bind(id.as_str());
+        }
+        update.push(") RETURNING id, attempts, max_attempts");
+        match update.build().fetch_all(&pool).await {
+            Ok(rows) => {
+                let mut started = std::collections::HashMap::with_capacity(rows.len());
+                for row in &rows {
+                    if let (Ok(id), Ok(number), Ok(max)) = (
+                        row.try_get::<String, _>(0),
+                        row.try_get::<u32, _>(1),
+                        row.try_get::<u32, _>(2),
+                    ) {
+                        started.insert(id, (number, max));
+                    }
+                }
+                // An id delivered twice in one batch was counted once: both deliveries run
+                // (as two deliveries of one job always may), and the first end wins.
+                for (id, reply) in batch {
+                    let _ = reply.send(Ok(started.get(&id).copied()));
+                }
+            }
+            Err(error) => {
+                let detail = error.to_string();
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(Error::Corrupt {
+                        what: "job attempt",
+                        detail: detail.clone(),
                     }));
                 }
             }
