@@ -6,6 +6,7 @@
 //!   decoding, HTML → main content (Readability + pruning) → markdown/text, block-page
 //!   detection, PDF → text, URL normalisation.
 //! - `fetch`: the fetch pool. `FetchJob` → `Fetched` or a typed `fetch::Error`.
+//! - `crawl`: the crawl pool's parts: scope, URL filters, dedupe keys, robots.txt, sitemaps, politeness.
 //! - `testing` (feature `testing`): a fixture HTTP server with friendly and hostile routes.
 //!
 //! Invariants (what must not be here): no queue, no database, no HTTP server (sqlx, apalis
@@ -17,6 +18,7 @@
 //! chunks (archive, later).
 
 pub mod archive;
+pub mod crawl;
 pub mod fetch;
 pub mod job;
 #[cfg(feature = "testing")]

@@ -67,6 +67,24 @@ pub const WEBHOOK_FLAKY_FAILURES: u64 = 2;
 /// How long `/webhook/slow` waits before answering.
 pub const WEBHOOK_SLOW_DELAY: Duration = Duration::from_secs(30);
 
+/// The default body of `/robots.txt`. `{origin}` stands for `http://` followed by the
+/// request's `Host` header, so the sitemap URL names the host the client asked for.
+pub const ROBOTS_TXT: &str = "# The trawl fixture's robots.txt.
+User-agent: *
+Disallow: /
+
+User-agent: trawl
+Allow: /private/open$
+Disallow: /private/
+Disallow: /*.pdf$
+Crawl-delay: 1
+
+Sitemap: {origin}/sitemap-index.xml
+";
+
+/// How many pages `/sitemap-a.xml.gz` lists: `/site/0` to `/site/{SITEMAP_A_PAGES - 1}`.
+pub const SITEMAP_A_PAGES: u64 = 100;
+
 /// One request as the server received it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedRequest {
@@ -181,11 +199,33 @@ impl RecordedRequest {
 /// `/blocked/captcha`, `/blocked/login`, `/blocked/shell`, `/blocked/empty`
 /// (all 200).
 ///
+/// Crawling (absolute URLs in these bodies are `http://` followed by the
+/// request's `Host` header, written `{origin}` here):
+/// - `/robots.txt` — [`ROBOTS_TXT`] as `text/plain`, or what
+///   [`FixtureServer::set_robots`] set.
+/// - `/sitemap.xml` — a `<urlset>` of `{origin}/` (lastmod `2024-05-01`),
+///   `{origin}/article/1` (lastmod `2024-05-02T10:00:00+00:00`, with an
+///   `<image:image>` extension), `{origin}/article/2`, `{origin}/article/3`,
+///   plus two entries a parser must skip: `/relative/page` and
+///   `ftp://example.com/file`.
+/// - `/sitemap-index.xml` — a `<sitemapindex>` of `{origin}/sitemap-a.xml.gz`
+///   and `{origin}/sitemap-b.xml`.
+/// - `/sitemap-a.xml.gz` — a gzip-compressed `<urlset>` of `{origin}/site/{n}`
+///   for `n < SITEMAP_A_PAGES`, as `application/gzip` (no
+///   `Content-Encoding`: the body stays compressed).
+/// - `/sitemap-b.xml` — a `<urlset>` of `{origin}/article/1..=3`.
+/// - `/sitemap.txt` — a text sitemap: `{origin}/`, `{origin}/article/1..=3`
+///   and one line `not a url`.
+/// - `/sitemap-bomb.xml.gz` — `application/gzip`, two gzip members: a
+///   `<urlset>` opening with one entry and an unfinished `<loc>`, then
+///   [`BOMB_DECOMPRESSED_LEN`] zero bytes.
+///
 /// Anything else: 404 with a small HTML body. A `HEAD` request gets the
 /// headers of the ordinary routes without their body.
 pub struct FixtureServer {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<RecordedRequest>>>,
+    robots: Arc<Mutex<Option<(u16, String)>>>,
     accept_task: JoinHandle<()>,
 }
 
@@ -198,9 +238,11 @@ impl FixtureServer {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let log = Arc::new(Mutex::new(Vec::new()));
+        let robots = Arc::new(Mutex::new(None));
         let ctx = Arc::new(Ctx {
             addr,
             log: Arc::clone(&log),
+            robots: Arc::clone(&robots),
             assets: assets(),
             webhook_flaky_requests: AtomicU64::new(0),
         });
@@ -208,6 +250,7 @@ impl FixtureServer {
         Ok(FixtureServer {
             addr,
             log,
+            robots,
             accept_task,
         })
     }
@@ -237,6 +280,12 @@ impl FixtureServer {
             .filter(|r| r.path_and_query.starts_with(path_prefix))
             .count()
     }
+
+    /// Makes `/robots.txt` answer `status` with `body` (`text/plain`;
+    /// `{origin}` is replaced as in [`ROBOTS_TXT`]) from now on.
+    pub fn set_robots(&self, status: u16, body: &str) {
+        *lock(&self.robots) = Some((status, body.to_owned()));
+    }
 }
 
 impl Drop for FixtureServer {
@@ -256,6 +305,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct Ctx {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<RecordedRequest>>>,
+    /// What `/robots.txt` answers instead of [`ROBOTS_TXT`], if set.
+    robots: Arc<Mutex<Option<(u16, String)>>>,
     assets: &'static Assets,
     /// POSTs seen by `/webhook/flaky` on this server.
     webhook_flaky_requests: AtomicU64,
@@ -918,6 +969,57 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
         "/blocked/shell" => return conn.html(200, SHELL_PAGE).await,
         "/blocked/empty" => return conn.html(200, EMPTY_PAGE).await,
         "/webhook" | "/webhook/flaky" | "/webhook/slow" => return webhook(conn, ctx, req).await,
+        "/robots.txt" => {
+            let (status, body) = lock(&ctx.robots)
+                .clone()
+                .unwrap_or((200, ROBOTS_TXT.to_owned()));
+            let body = body.replace("{origin}", &origin(ctx, req));
+            return conn
+                .send(
+                    status,
+                    &[("Content-Type", "text/plain; charset=utf-8")],
+                    body.as_bytes(),
+                )
+                .await;
+        }
+        "/sitemap.xml" => return xml(conn, &sitemap_xml(&origin(ctx, req))).await,
+        "/sitemap-index.xml" => return xml(conn, &sitemap_index_xml(&origin(ctx, req))).await,
+        "/sitemap-a.xml.gz" => {
+            let paths: Vec<String> = (0..SITEMAP_A_PAGES).map(|n| format!("/site/{n}")).collect();
+            let body = gzip(urlset(&origin(ctx, req), &paths).as_bytes());
+            return conn
+                .send(200, &[("Content-Type", "application/gzip")], &body)
+                .await;
+        }
+        "/sitemap-b.xml" => {
+            let paths: Vec<String> = (1..=3).map(|n| format!("/article/{n}")).collect();
+            return xml(conn, &urlset(&origin(ctx, req), &paths)).await;
+        }
+        "/sitemap.txt" => {
+            let origin = origin(ctx, req);
+            let body = format!(
+                "{origin}/\n{origin}/article/1\n{origin}/article/2\nnot a url\n{origin}/article/3\n"
+            );
+            return conn
+                .send(
+                    200,
+                    &[("Content-Type", "text/plain; charset=utf-8")],
+                    body.as_bytes(),
+                )
+                .await;
+        }
+        "/sitemap-bomb.xml.gz" => {
+            let opening = format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"{SITEMAP_NS}\">\n\
+                 <url><loc>{}/</loc></url>\n<url><loc>",
+                origin(ctx, req)
+            );
+            let mut body = gzip(opening.as_bytes());
+            body.extend_from_slice(&assets.gzip_bomb);
+            return conn
+                .send(200, &[("Content-Type", "application/gzip")], &body)
+                .await;
+        }
         "/echo-headers" => {
             let mut text = String::new();
             for (name, value) in &req.headers {
@@ -976,6 +1078,73 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
         &simple_page("Not Found", "No fixture route matches this path."),
     )
     .await
+}
+
+/// `http://` and the request's `Host` header (when it looks like a host),
+/// else the server's own address.
+fn origin(ctx: &Ctx, req: &Request) -> String {
+    let host = req
+        .header("host")
+        .filter(|host| {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+        })
+        .map_or_else(|| ctx.addr.to_string(), str::to_owned);
+    format!("http://{host}")
+}
+
+const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
+
+async fn xml(conn: &mut Conn, body: &str) -> io::Result<()> {
+    conn.send(
+        200,
+        &[("Content-Type", "application/xml; charset=utf-8")],
+        body.as_bytes(),
+    )
+    .await
+}
+
+fn sitemap_xml(origin: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <urlset xmlns=\"{SITEMAP_NS}\" xmlns:image=\"http://www.google.com/schemas/sitemap-image/1.1\">\n\
+         <url><loc>{origin}/</loc><lastmod>2024-05-01</lastmod><changefreq>daily</changefreq></url>\n\
+         <url><loc>{origin}/article/1</loc><lastmod>2024-05-02T10:00:00+00:00</lastmod>\
+         <image:image><image:loc>{origin}/image.png</image:loc></image:image></url>\n\
+         <url><loc>{origin}/article/2</loc></url>\n\
+         <url><loc>{origin}/article/3</loc><priority>0.5</priority></url>\n\
+         <url><loc>/relative/page</loc></url>\n\
+         <url><loc>ftp://example.com/file</loc></url>\n\
+         </urlset>\n"
+    )
+}
+
+fn sitemap_index_xml(origin: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <sitemapindex xmlns=\"{SITEMAP_NS}\">\n\
+         <sitemap><loc>{origin}/sitemap-a.xml.gz</loc><lastmod>2024-05-01</lastmod></sitemap>\n\
+         <sitemap><loc>{origin}/sitemap-b.xml</loc></sitemap>\n\
+         </sitemapindex>\n"
+    )
+}
+
+fn urlset(origin: &str, paths: &[String]) -> String {
+    let mut s =
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"{SITEMAP_NS}\">\n");
+    for path in paths {
+        let _ = writeln!(s, "<url><loc>{origin}{path}</loc></url>");
+    }
+    s.push_str("</urlset>\n");
+    s
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).expect("writing to a Vec cannot fail");
+    enc.finish().expect("writing to a Vec cannot fail")
 }
 
 /// The webhook receivers: `ok` for a POST, unless the route says otherwise.
@@ -2731,6 +2900,70 @@ mod tests {
         let _ = s.read_to_end(&mut buf).await;
         assert!(buf.starts_with(b"HTTP/1.1 431 "));
         assert!(server.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn robots_and_sitemaps_name_the_requested_host() {
+        let server = FixtureServer::start().await.unwrap();
+        let origin = format!("http://{}", server.addr());
+        let robots = get(&server, "/robots.txt").await;
+        assert_eq!(robots.status(), 200);
+        assert!(
+            robots
+                .header("content-type")
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        assert!(robots.text().contains("User-agent: trawl\n"));
+        assert!(
+            robots
+                .text()
+                .contains(&format!("Sitemap: {origin}/sitemap-index.xml\n")),
+            "{}",
+            robots.text()
+        );
+        server.set_robots(
+            503,
+            "User-agent: *\nDisallow: /x\nSitemap: {origin}/s.xml\n",
+        );
+        let changed = get(&server, "/robots.txt").await;
+        assert_eq!(changed.status(), 503);
+        assert!(
+            changed
+                .text()
+                .ends_with(&format!("Sitemap: {origin}/s.xml\n"))
+        );
+
+        let urlset = get(&server, "/sitemap.xml").await;
+        assert_eq!(
+            urlset.header("content-type"),
+            Some("application/xml; charset=utf-8")
+        );
+        assert!(
+            urlset
+                .text()
+                .contains(&format!("<loc>{origin}/article/3</loc>"))
+        );
+        let index = get(&server, "/sitemap-index.xml").await;
+        assert!(
+            index
+                .text()
+                .contains(&format!("<loc>{origin}/sitemap-a.xml.gz</loc>"))
+        );
+        let gz = get(&server, "/sitemap-a.xml.gz").await;
+        assert_eq!(gz.header("content-type"), Some("application/gzip"));
+        assert_eq!(gz.header("content-encoding"), None);
+        let mut xml = String::new();
+        flate2::read::GzDecoder::new(&gz.body[..])
+            .read_to_string(&mut xml)
+            .unwrap();
+        assert_eq!(xml.matches("<url>").count() as u64, SITEMAP_A_PAGES);
+        assert!(xml.contains(&format!("<loc>{origin}/site/99</loc>")));
+        let text = get(&server, "/sitemap.txt").await;
+        assert_eq!(text.text().lines().count(), 5);
+        let bomb = get(&server, "/sitemap-bomb.xml.gz").await;
+        assert!(bomb.body.starts_with(&[0x1f, 0x8b]));
+        assert!(bomb.body.len() < 1024 * 1024);
     }
 
     #[tokio::test]

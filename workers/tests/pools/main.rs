@@ -4,6 +4,7 @@
 //! which refuses loopback, is the one under test. Run inside a private network namespace by
 //! the test script, so a classification bug can never send a packet off the machine.
 
+mod crawl;
 mod fetch;
 mod post;
 mod snapshots;
