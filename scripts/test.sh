@@ -46,7 +46,7 @@ if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5" \
   [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
   "$venv/bin/pip" install -q "schemathesis==4.32.5" "warcio==1.8.1" "six==1.17.0"
 fi
-export TRAWL_WARCIO="$venv/bin/warcio"
+export WARCIO_BIN="$venv/bin/warcio"
 
 step "cargo test (in a private network namespace: loopback only)"
 if ! unshare -rn true 2>/dev/null; then

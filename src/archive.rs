@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use trawl_workers::archive::chunk::{ChunkOptions, chunk_markdown};
+use trawl_workers::archive::chunk::{ChunkOptions, chunk_markdown, strip_link_destinations};
 use trawl_workers::archive::index::{self, Added, ArchiveIndex, ArchiveWriter, PageDoc};
 use trawl_workers::archive::warc::{self, Exchange, Revisit, RollingWriter};
 
@@ -468,7 +468,7 @@ fn archive_one(
             }
         }
     }
-    let chunks = chunk_markdown(&input.text, options);
+    let chunks = chunk_markdown(&strip_link_destinations(&input.text), options);
     let host = url::Url::parse(&page.url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned))

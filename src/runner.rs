@@ -336,7 +336,7 @@ async fn run_fetch(
         .store
         .finish_with_page(job_id, page, |content_hash| {
             let result = fetch::build_result(info, text, job_id, content_hash, false, max_chars);
-            serde_json::to_value(&result).expect("results serialise")
+            serde_json::to_string(&result).expect("results serialise")
         })
         .await?;
     context.metrics.fetched(fetched.raw.len());

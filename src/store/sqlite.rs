@@ -337,8 +337,9 @@ impl Store {
 
     /// Stores a fetched page (blobs once, page row keyed by the job id) and ends the job with
     /// its result, in one transaction: there is never a result without its page, or the
-    /// reverse. Returns the content hash and the status this call ended the job with (`None`
-    /// when another delivery had ended it).
+    /// reverse. `result_for` gives the job's result JSON for the page's content hash.
+    /// Returns the content hash and the status this call ended the job with (`None` when
+    /// another delivery had ended it).
     ///
     /// Pages finished at the same time are committed together (group commit): a single
     /// writer task takes every page waiting when it is free and writes them with three
@@ -348,7 +349,7 @@ impl Store {
         &self,
         job_id: &str,
         page: NewPage<'_>,
-        result_for: impl FnOnce(&str) -> serde_json::Value,
+        result_for: impl FnOnce(&str) -> String,
     ) -> Result<(String, Option<Status>), Error> {
         let text = page.text.as_bytes().to_vec();
         let raw = page.raw.to_vec();
@@ -380,7 +381,7 @@ impl Store {
             headers: to_json(&page.headers),
             ip: page.ip.map(|ip| ip.to_string()),
             archive: page.archive,
-            result: result_for(&content_hash).to_string(),
+            result: result_for(&content_hash),
             text_blob,
             raw_blob,
             reply,
@@ -865,7 +866,10 @@ type StartingAttempt = (
 
 /// The attempt counter: takes every attempt waiting (up to [`GROUP_COMMIT_PAGES`]) and
 /// starts them with one statement. Ends when every `Store` handle is dropped.
-async fn start_attempts(pool: SqlitePool, mut starting: tokio::sync::mpsc::Receiver<StartingAttempt>) {
+async fn start_attempts(
+    pool: SqlitePool,
+    mut starting: tokio::sync::mpsc::Receiver<StartingAttempt>,
+) {
     while let Some(first) = starting.recv().await {
         let mut batch = vec![first];
         while batch.len() < GROUP_COMMIT_PAGES {

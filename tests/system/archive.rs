@@ -231,10 +231,10 @@ fn title_words(n: u64) -> String {
         .join(" ")
 }
 
-/// warcio, from the test venv (`scripts/test.sh` installs it) or `TRAWL_WARCIO`.
+/// warcio, from the test venv (`scripts/test.sh` installs it) or `WARCIO_BIN`.
 #[allow(clippy::disallowed_methods)]
 fn warcio() -> PathBuf {
-    if let Some(path) = std::env::var_os("TRAWL_WARCIO") {
+    if let Some(path) = std::env::var_os("WARCIO_BIN") {
         return PathBuf::from(path);
     }
     let home = std::env::var_os("HOME").expect("HOME is set");

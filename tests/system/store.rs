@@ -132,11 +132,9 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs() {
                 archive: n % 2 == 0,
             };
             let (_, ended) = store
-                .finish_with_page(
-                    &id,
-                    page,
-                    |hash| serde_json::json!({ "n": n, "hash": hash }),
-                )
+                .finish_with_page(&id, page, |hash| {
+                    serde_json::json!({ "n": n, "hash": hash }).to_string()
+                })
                 .await
                 .expect("stores");
             (n, id, ended)

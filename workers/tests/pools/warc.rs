@@ -2,7 +2,7 @@
 //! (record framing and every block and payload digest), `warcio index` (record types, URIs,
 //! offsets) and `warcio extract --payload` (the stored body comes back byte for byte).
 //!
-//! warcio is found at `$TRAWL_WARCIO`, else `~/.cache/trawl-venv/bin/warcio`; without it these
+//! warcio is found at `$WARCIO_BIN`, else `~/.cache/trawl-venv/bin/warcio`; without it these
 //! tests fail and say how to install it (the CI script installs the same pinned version).
 
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ const WARCIO_VERSION: &str = "1.8.1";
 
 #[allow(clippy::disallowed_methods)] // test harness: locating an external tool
 fn warcio() -> PathBuf {
-    let path = match std::env::var_os("TRAWL_WARCIO") {
+    let path = match std::env::var_os("WARCIO_BIN") {
         Some(path) => PathBuf::from(path),
         None => {
             let home = std::env::var_os("HOME").expect("HOME is set");
@@ -26,7 +26,7 @@ fn warcio() -> PathBuf {
     };
     assert!(
         path.is_file(),
-        "warcio not found at {} (set TRAWL_WARCIO, or install it: python3 -m venv \
+        "warcio not found at {} (set WARCIO_BIN, or install it: python3 -m venv \
          ~/.cache/trawl-venv && ~/.cache/trawl-venv/bin/pip install warcio=={WARCIO_VERSION})",
         path.display()
     );
