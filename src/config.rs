@@ -39,6 +39,8 @@ pub struct Config {
     pub webhooks: webhooks::Config,
     /// The archive pool: chunking, index commits, WARC files.
     pub archive: archive::Config,
+    /// Per-host politeness of crawls.
+    pub politeness: trawl_workers::crawl::politeness::Config,
 }
 
 impl Default for Config {
@@ -53,6 +55,7 @@ impl Default for Config {
             api: api::Config::default(),
             webhooks: webhooks::Config::default(),
             archive: archive::Config::default(),
+            politeness: trawl_workers::crawl::politeness::Config::default(),
         }
     }
 }
@@ -131,6 +134,7 @@ impl Config {
         self.api.validate().map_err(Error::Invalid)?;
         self.webhooks.validate().map_err(Error::Invalid)?;
         self.archive.validate().map_err(Error::Invalid)?;
+        self.politeness.validate().map_err(Error::Invalid)?;
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;

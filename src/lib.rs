@@ -3,6 +3,7 @@
 //! the runner, the configuration and the command line.
 //!
 //! The map:
+//! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion.
 //! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
 //! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite).
@@ -25,6 +26,7 @@ pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod crawl;
 pub mod metrics;
 pub mod pages;
 pub mod queue;

@@ -125,10 +125,15 @@ pub struct Context {
     pub ended: broadcast::Sender<String>,
     /// Where job and batch events are POSTed, when configured.
     pub webhooks: Option<Webhooks>,
+    /// Where follow-up jobs go (crawls); without it, crawl pages queue no links.
+    pub queue: Option<Queue>,
+    /// What the crawls of this process share: politeness gate, robots.txt, plans.
+    pub crawls: Arc<crate::crawl::Crawls>,
 }
 
 impl Context {
-    /// A context with a fresh page cache and metrics, and no webhooks.
+    /// A context with a fresh page cache and metrics, no webhooks, no queue for follow-ups and
+    /// the default politeness.
     pub fn new(store: Store, fetch: fetch::Deps, config: Config) -> Context {
         let (ended, _) = broadcast::channel(1_024);
         Context {
@@ -139,6 +144,10 @@ impl Context {
             metrics: Metrics::new(),
             ended,
             webhooks: None,
+            queue: None,
+            crawls: Arc::new(crate::crawl::Crawls::new(
+                &trawl_workers::crawl::politeness::Config::default(),
+            )),
         }
     }
 }
@@ -251,7 +260,7 @@ async fn run_attempts(
                 .await;
         }
         let error = match &envelope.job {
-            Job::Fetch(job) => match run_fetch(context, &envelope.id, job).await? {
+            Job::Fetch(job) => match run_fetch(context, envelope, job).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
@@ -284,9 +293,10 @@ async fn run_attempts(
 /// caller decides on retries); `Err` is a store failure.
 async fn run_fetch(
     context: &Context,
-    job_id: &str,
+    envelope: &Envelope,
     job: &FetchJob,
 ) -> Result<Result<Option<Status>, JobError>, store::Error> {
+    let job_id = envelope.id.as_str();
     let (url, options_hash) = match cache_key(&context.fetch.client, job) {
         Ok(key) => key,
         Err(error) => return Ok(Err(error)),
@@ -305,10 +315,35 @@ async fn run_fetch(
         }
         return Ok(Ok(context.store.finish(job_id, &outcome).await?));
     }
-    let fetched = match fetch::run(job, &context.fetch).await {
+    // A crawl's page waits for its host's turn (politeness), and its plan says what to follow.
+    let crawl = match &envelope.crawl {
+        Some(crawl) => context
+            .crawls
+            .plan(&context.store, &crawl.id)
+            .await?
+            .map(|plan| (plan, crawl.depth)),
+        None => None,
+    };
+    let permit = match &crawl {
+        Some((plan, _)) => Some(
+            context
+                .crawls
+                .wait_turn(&context.fetch.client, plan, &url)
+                .await,
+        ),
+        None => None,
+    };
+    let fetched = fetch::run(job, &context.fetch).await;
+    drop(permit);
+    let fetched = match fetched {
         Ok(fetched) => fetched,
         Err(error) => return Ok(Err(error.to_job_error())),
     };
+    if let Some((plan, depth)) = &crawl
+        && let Some(duplicate) = follow_links(context, plan, *depth, &fetched).await?
+    {
+        return Ok(Err(duplicate));
+    }
     let final_url = url::Url::parse(&fetched.info.final_url)
         .map(|final_url| normalize_url(&final_url).to_string())
         .unwrap_or_else(|_| fetched.info.final_url.clone());
@@ -351,6 +386,76 @@ async fn run_fetch(
         context.cache.insert(url.as_str(), &stored_hash, page);
     }
     Ok(Ok(ended))
+}
+
+/// A crawl's page was fetched: records its final and canonical URLs as seen (a page whose
+/// canonical URL the crawl already has is a duplicate: returned as the job's error, and not
+/// stored), then queues its links (one level deeper) before the page's job ends.
+async fn follow_links(
+    context: &Context,
+    plan: &crate::crawl::Plan,
+    depth: u32,
+    fetched: &fetch::Fetched,
+) -> Result<Option<JobError>, store::Error> {
+    let Some(queue) = &context.queue else {
+        return Ok(None);
+    };
+    let final_url = url::Url::parse(&fetched.info.final_url).ok();
+    let canonical = fetched
+        .info
+        .meta
+        .canonical
+        .as_deref()
+        .and_then(|canonical| url::Url::parse(canonical).ok());
+    let key = |url: &url::Url| trawl_workers::crawl::crawl_key(url);
+    if let (Some(final_url), Some(canonical)) = (&final_url, &canonical)
+        && key(canonical) != key(final_url)
+    {
+        let new = context
+            .store
+            .add_crawl_urls(&plan.id, &[key(canonical)])
+            .await?;
+        if new.is_empty() {
+            context
+                .store
+                .count_crawl(
+                    &plan.id,
+                    &store::CrawlCounters {
+                        skipped_duplicate: 1,
+                        ..store::CrawlCounters::default()
+                    },
+                )
+                .await?;
+            let mut error = JobError::new(
+                ErrorCode::DuplicateContent,
+                "the page's canonical URL is a page this crawl already has",
+            );
+            error.evidence = Some(canonical.to_string());
+            return Ok(Some(error));
+        }
+    }
+    if let Some(final_url) = &final_url {
+        // A redirect's target is seen too, so no other link fetches it again.
+        context
+            .store
+            .add_crawl_urls(&plan.id, &[key(final_url)])
+            .await?;
+    }
+    let links: Vec<(url::Url, u32)> = fetched
+        .info
+        .links
+        .iter()
+        .filter_map(|link| url::Url::parse(link).ok())
+        .map(|link| (link, depth + 1))
+        .collect();
+    match crate::crawl::follow(context, queue, plan, links).await {
+        Ok(_) => Ok(None),
+        Err(crate::crawl::StartError::Store(error)) => Err(error),
+        Err(error) => Err(store::Error::Corrupt {
+            what: "crawl follow-ups",
+            detail: error.to_string(),
+        }),
+    }
 }
 
 /// Checks a fetch job's URL and returns its cache key: the normalised URL and the hash of the
@@ -397,6 +502,40 @@ pub fn cached_result(job: &FetchJob, hit: &CachedPage, max_chars: usize) -> Fetc
     )
 }
 
+/// Counts a crawl page's end (duplicates were counted when found) and completes the crawl
+/// when it was its last job.
+async fn end_crawl_job(
+    context: &Context,
+    crawl_id: &str,
+    job_id: &str,
+    status: Status,
+) -> Result<(), store::Error> {
+    let counted = match status {
+        Status::Succeeded => store::CrawlCounters {
+            fetched: 1,
+            ..store::CrawlCounters::default()
+        },
+        Status::Failed | Status::Dead => {
+            let duplicate = context
+                .store
+                .job(job_id)
+                .await?
+                .and_then(|record| record.error)
+                .is_some_and(|error| error.code == ErrorCode::DuplicateContent);
+            store::CrawlCounters {
+                failed: u64::from(!duplicate),
+                ..store::CrawlCounters::default()
+            }
+        }
+        _ => store::CrawlCounters::default(),
+    };
+    if counted != store::CrawlCounters::default() {
+        context.store.count_crawl(crawl_id, &counted).await?;
+    }
+    context.store.complete_crawl_if_done(crawl_id).await?;
+    Ok(())
+}
+
 /// Sends the `started` event of a job with a webhook.
 fn announce_start(context: &Context, envelope: &Envelope) {
     let (Some(webhooks), Some(webhook)) = (&context.webhooks, &envelope.webhook) else {
@@ -426,6 +565,9 @@ async fn announce_end(
         status.as_str(),
         Some(started.elapsed().as_secs_f64()),
     );
+    if let Some(crawl) = &envelope.crawl {
+        end_crawl_job(context, &crawl.id, &envelope.id, status).await?;
+    }
     let needs_record = status != Status::Succeeded || context.webhooks.is_some();
     if !needs_record {
         return Ok(());

@@ -1,5 +1,5 @@
 //! The HTTP API (axum, JSON): jobs (submit one or a batch, read, follow as server-sent events,
-//! cancel), the synchronous fetch, stored pages (read by line range, grep), archive search,
+//! cancel), the synchronous fetch, stored pages (read by line range, grep), crawls, archive search,
 //! health, metrics
 //! and the OpenAPI document generated from the handlers' types.
 //!
@@ -7,6 +7,7 @@
 //! what a job does. Handlers talk to the store, the queue and the page cache only.
 
 mod auth;
+pub mod crawls;
 pub mod error;
 pub mod fetch;
 pub mod health;
@@ -121,6 +122,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/pages", get(pages::read))
         .route("/v1/pages/grep", post(pages::grep))
         .route("/v1/search", get(search::search))
+        .route("/v1/crawls", post(crawls::start))
+        .route("/v1/crawls/{id}", get(crawls::read).delete(crawls::cancel))
         .route("/metrics", get(health::metrics))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

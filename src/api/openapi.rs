@@ -18,6 +18,9 @@ use utoipa::{Modify, OpenApi};
         super::pages::read,
         super::pages::grep,
         super::search::search,
+        super::crawls::start,
+        super::crawls::read,
+        super::crawls::cancel,
         super::health::healthz,
         super::health::metrics,
     ),
@@ -26,6 +29,8 @@ use utoipa::{Modify, OpenApi};
         (name = "jobs", description = "submit, follow and cancel jobs"),
         (name = "fetch", description = "fetch a URL synchronously"),
         (name = "pages", description = "read and grep stored pages"),
+        (name = "crawls", description = "crawl sites"),
+        (name = "archive", description = "search the archive"),
         (name = "health", description = "health and metrics"),
     )
 )]

@@ -26,6 +26,9 @@ pub struct Args {
     /// Only pages fetched by the jobs of this batch (a `trawl run` or an API batch).
     #[arg(long, value_name = "ID")]
     pub batch: Option<String>,
+    /// Only pages of this crawl.
+    #[arg(long, value_name = "ID")]
+    pub crawl: Option<String>,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -52,6 +55,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
             .export_pages(
                 args.url_prefix.as_deref(),
                 args.batch.as_deref(),
+                args.crawl.as_deref(),
                 cursor,
                 200,
             )

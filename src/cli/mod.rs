@@ -5,6 +5,7 @@
 
 mod archive;
 mod config;
+mod crawl;
 mod enqueue;
 mod export;
 mod extract;
@@ -46,6 +47,9 @@ pub enum Command {
     /// Fetch URLs in bulk: enqueue all, run the fetch pool in-process, store every page, print
     /// a summary (and write pages.jsonl plus one file per page with --out).
     Run(run::Args),
+    /// Crawl sites from seed URLs: follow links in scope (robots.txt obeyed), store every page,
+    /// print the crawl's counters.
+    Crawl(crawl::Args),
     /// Queue fetch jobs without waiting: into a running server (--server) or the local queue.
     Enqueue(enqueue::Args),
     /// Serve the HTTP API, with the worker pools unless --no-pools.
@@ -135,7 +139,11 @@ impl Embedded {
             client: self.client.clone(),
             config: config.fetch.clone(),
         };
-        crate::runner::Context::new(self.store.clone(), fetch, config.runner.clone())
+        let mut context =
+            crate::runner::Context::new(self.store.clone(), fetch, config.runner.clone());
+        context.queue = Some(self.queue.clone());
+        context.crawls = std::sync::Arc::new(crate::crawl::Crawls::new(&config.politeness));
+        context
     }
 }
 
@@ -151,6 +159,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Run(args) => run::run(load(&cli)?, args).await,
         Command::Serve(args) => serve::run(load(&cli)?, args).await,
+        Command::Crawl(args) => crawl::run(load(&cli)?, args).await,
         Command::Enqueue(args) => enqueue::run(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,

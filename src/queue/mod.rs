@@ -28,6 +28,18 @@ pub struct Envelope {
     /// Where its events are POSTed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
+    /// The crawl it belongs to, and how many links from a seed it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl: Option<CrawlRef>,
+}
+
+/// A job's place in a crawl.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrawlRef {
+    /// The crawl id.
+    pub id: String,
+    /// Links followed from a seed to reach this page (0 for a seed or a sitemap entry).
+    pub depth: u32,
 }
 
 impl Envelope {
@@ -38,6 +50,7 @@ impl Envelope {
             job,
             batch_id: None,
             webhook: None,
+            crawl: None,
         }
     }
 }

@@ -205,6 +205,70 @@ pub struct ArchivePage {
     pub warc_record_id: Option<String>,
 }
 
+/// How a crawl stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CrawlStatus {
+    /// Pages are being fetched (or wait in the queue).
+    Running,
+    /// Every page it queued has ended.
+    Completed,
+    /// Stopped on request.
+    Cancelled,
+}
+
+impl CrawlStatus {
+    /// Parses the stored name.
+    pub fn parse(text: &str) -> Option<CrawlStatus> {
+        match text {
+            "running" => Some(CrawlStatus::Running),
+            "completed" => Some(CrawlStatus::Completed),
+            "cancelled" => Some(CrawlStatus::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// A crawl's progress. As a delta, what to add.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CrawlCounters {
+    /// Distinct URLs seen (seeds, links, sitemap entries).
+    pub discovered: u64,
+    /// Fetch jobs created.
+    pub queued: u64,
+    /// Pages fetched and stored.
+    pub fetched: u64,
+    /// Fetch jobs that failed or died.
+    pub failed: u64,
+    /// Links out of scope or filtered out by the globs.
+    pub skipped_scope: u64,
+    /// URLs disallowed by robots.txt.
+    pub skipped_robots: u64,
+    /// Links beyond `max_depth`.
+    pub skipped_depth: u64,
+    /// URLs beyond `max_pages`.
+    pub skipped_limit: u64,
+    /// Pages whose `rel=canonical` names a page the crawl already has.
+    pub skipped_duplicate: u64,
+}
+
+/// A crawl as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CrawlRecord {
+    /// The crawl id (ULID).
+    pub id: String,
+    /// What was asked.
+    pub spec: trawl_workers::job::CrawlSpec,
+    /// How it stands.
+    pub status: CrawlStatus,
+    /// Its progress.
+    pub counters: CrawlCounters,
+    /// When it started (RFC 3339).
+    pub created_at: String,
+    /// When it ended.
+    pub finished_at: Option<String>,
+}
+
 /// Where a page's WARC record went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WarcRef {

@@ -15,7 +15,8 @@ use sqlx::{Row, SqlitePool};
 use trawl_workers::job::JobError;
 
 use super::{
-    ArchivePage, EndedJob, Error, JobRecord, NewPage, Outcome, PageRecord, Status, WarcRef,
+    ArchivePage, CrawlCounters, CrawlRecord, CrawlStatus, EndedJob, Error, JobRecord, NewPage,
+    Outcome, PageRecord, Status, WarcRef,
 };
 
 /// Largest blob decompressed on read: a guard against a corrupt or hostile database file.
@@ -38,6 +39,8 @@ pub struct NewJob {
     pub max_attempts: u32,
     /// Where the job's events are POSTed.
     pub webhook: Option<String>,
+    /// The crawl it belongs to.
+    pub crawl_id: Option<String>,
 }
 
 impl NewJob {
@@ -51,6 +54,7 @@ impl NewJob {
             params: serde_json::to_value(job).expect("jobs are plain data and serialise to json"),
             max_attempts,
             webhook: None,
+            crawl_id: None,
         }
     }
 }
@@ -194,8 +198,9 @@ impl Store {
         }
         for job in jobs {
             sqlx::query(
-                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at, webhook)
-                 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)",
+                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
+                     webhook, crawl_id)
+                 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
             )
             .bind(&job.id)
             .bind(job.kind)
@@ -205,6 +210,7 @@ impl Store {
             .bind(job.max_attempts)
             .bind(&now)
             .bind(&job.webhook)
+            .bind(&job.crawl_id)
             .execute(&mut *tx)
             .await?;
         }
@@ -564,11 +570,12 @@ impl Store {
 
     /// Returns up to `limit` stored pages for a WARC export, in fetch order, after the page
     /// at `after_rowid`: those whose URL starts with `url_prefix` and, when given, that the
-    /// jobs of `batch_id` fetched.
+    /// jobs of `batch_id` or of `crawl_id` fetched.
     pub async fn export_pages(
         &self,
         url_prefix: Option<&str>,
         batch_id: Option<&str>,
+        crawl_id: Option<&str>,
         after_rowid: i64,
         limit: u32,
     ) -> Result<Vec<(ArchivePage, i64)>, Error> {
@@ -580,17 +587,196 @@ impl Store {
                AND (?2 IS NULL OR substr(pages.final_url, 1, length(?2)) = ?2
                     OR substr(pages.url, 1, length(?2)) = ?2)
                AND (?3 IS NULL OR jobs.batch_id = ?3)
-             ORDER BY pages.rowid LIMIT ?4",
+               AND (?4 IS NULL OR jobs.crawl_id = ?4)
+             ORDER BY pages.rowid LIMIT ?5",
         )
         .bind(after_rowid)
         .bind(url_prefix)
         .bind(batch_id)
+        .bind(crawl_id)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|row| Ok((archive_page_from_row(row)?, row.try_get::<i64, _>("rowid")?)))
             .collect()
+    }
+
+    /// Records a new crawl as running.
+    pub async fn create_crawl(&self, id: &str, spec: &serde_json::Value) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO crawls (id, spec, status, created_at) VALUES (?, ?, 'running', ?)",
+        )
+        .bind(id)
+        .bind(spec.to_string())
+        .bind(now_rfc3339())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Returns a crawl's record.
+    pub async fn crawl(&self, id: &str) -> Result<Option<CrawlRecord>, Error> {
+        let row = sqlx::query("SELECT * FROM crawls WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            let spec: String = row.try_get("spec")?;
+            let status: String = row.try_get("status")?;
+            let count = |name: &str| row.try_get::<i64, _>(name).map(|n| n as u64);
+            Ok(CrawlRecord {
+                id: row.try_get("id")?,
+                spec: from_json(&spec, "crawl spec")?,
+                status: CrawlStatus::parse(&status).ok_or_else(|| Error::Corrupt {
+                    what: "crawl status",
+                    detail: status.clone(),
+                })?,
+                counters: CrawlCounters {
+                    discovered: count("discovered")?,
+                    queued: count("queued")?,
+                    fetched: count("fetched")?,
+                    failed: count("failed")?,
+                    skipped_scope: count("skipped_scope")?,
+                    skipped_robots: count("skipped_robots")?,
+                    skipped_depth: count("skipped_depth")?,
+                    skipped_limit: count("skipped_limit")?,
+                    skipped_duplicate: count("skipped_duplicate")?,
+                },
+                created_at: row.try_get("created_at")?,
+                finished_at: row.try_get("finished_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Adds URL keys to a crawl's seen set and returns those that were new, in the order given.
+    pub async fn add_crawl_urls(
+        &self,
+        crawl_id: &str,
+        keys: &[String],
+    ) -> Result<Vec<String>, Error> {
+        let mut new = Vec::new();
+        if keys.is_empty() {
+            return Ok(new);
+        }
+        let mut tx = self.write_transaction().await?;
+        for batch in keys.chunks(400) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO crawl_urls (crawl_id, url_key) ",
+            );
+            insert.push_values(batch, |mut row, key| {
+                row.push_bind(crawl_id).push_bind(key.as_str());
+            });
+            insert.push(" ON CONFLICT DO NOTHING RETURNING url_key");
+            for row in insert.build().fetch_all(&mut *tx).await? {
+                new.push(row.try_get::<String, _>(0)?);
+            }
+        }
+        tx.commit().await?;
+        // RETURNING gives no order guarantee: keep the caller's.
+        let added: std::collections::HashSet<&str> = new.iter().map(String::as_str).collect();
+        let mut ordered: Vec<String> = Vec::with_capacity(new.len());
+        for key in keys {
+            if added.contains(key.as_str()) && !ordered.contains(key) {
+                ordered.push(key.clone());
+            }
+        }
+        Ok(ordered)
+    }
+
+    /// Adds to a crawl's counters.
+    pub async fn count_crawl(&self, crawl_id: &str, delta: &CrawlCounters) -> Result<(), Error> {
+        sqlx::query(
+            "UPDATE crawls SET discovered = discovered + ?, queued = queued + ?,
+                 fetched = fetched + ?, failed = failed + ?, skipped_scope = skipped_scope + ?,
+                 skipped_robots = skipped_robots + ?, skipped_depth = skipped_depth + ?,
+                 skipped_limit = skipped_limit + ?, skipped_duplicate = skipped_duplicate + ?
+             WHERE id = ?",
+        )
+        .bind(delta.discovered as i64)
+        .bind(delta.queued as i64)
+        .bind(delta.fetched as i64)
+        .bind(delta.failed as i64)
+        .bind(delta.skipped_scope as i64)
+        .bind(delta.skipped_robots as i64)
+        .bind(delta.skipped_depth as i64)
+        .bind(delta.skipped_limit as i64)
+        .bind(delta.skipped_duplicate as i64)
+        .bind(crawl_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes up to `wanted` of a crawl's remaining page budget (`max_pages` minus the jobs it
+    /// has queued) and counts them as queued. Returns how many were granted (none once the
+    /// crawl is no longer running).
+    pub async fn reserve_crawl_pages(
+        &self,
+        crawl_id: &str,
+        max_pages: u64,
+        wanted: u64,
+    ) -> Result<u64, Error> {
+        let mut tx = self.write_transaction().await?;
+        let queued: Option<i64> =
+            sqlx::query_scalar("SELECT queued FROM crawls WHERE id = ? AND status = 'running'")
+                .bind(crawl_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(queued) = queued else {
+            return Ok(0);
+        };
+        let granted = wanted.min(max_pages.saturating_sub(queued.max(0) as u64));
+        if granted > 0 {
+            sqlx::query("UPDATE crawls SET queued = queued + ? WHERE id = ?")
+                .bind(granted as i64)
+                .bind(crawl_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(granted)
+    }
+
+    /// Ends a crawl as completed when none of its jobs is queued or running. Returns true when
+    /// this call ended it.
+    pub async fn complete_crawl_if_done(&self, crawl_id: &str) -> Result<bool, Error> {
+        let done = sqlx::query(
+            "UPDATE crawls SET status = 'completed', finished_at = ?1
+             WHERE id = ?2 AND status = 'running'
+               AND NOT EXISTS (SELECT 1 FROM jobs WHERE crawl_id = ?2 AND status IN ('queued', 'running'))",
+        )
+        .bind(now_rfc3339())
+        .bind(crawl_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(done > 0)
+    }
+
+    /// Cancels a running crawl: no new pages are queued; its queued jobs are cancelled and
+    /// running ones stop at their next safe point. Returns false when it was not running.
+    pub async fn cancel_crawl(&self, crawl_id: &str) -> Result<bool, Error> {
+        let mut tx = self.write_transaction().await?;
+        let changed = sqlx::query(
+            "UPDATE crawls SET status = 'cancelled', finished_at = ? WHERE id = ? AND status = 'running'",
+        )
+        .bind(now_rfc3339())
+        .bind(crawl_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if changed > 0 {
+            sqlx::query(
+                "UPDATE jobs SET cancel_requested = 1 WHERE crawl_id = ? AND status IN ('queued', 'running')",
+            )
+            .bind(crawl_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(changed > 0)
     }
 
     /// Returns the page with this id.

@@ -631,3 +631,43 @@ async fn webhooks_are_refused_without_a_signing_secret() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error"]["code"], "webhooks_disabled");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawls_start_report_and_cancel_over_the_api() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/crawls",
+            Some(serde_json::json!({"seeds": [server.url("/site/1")], "include": ["bad"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_request");
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/crawls",
+            Some(serde_json::json!({"seeds": [server.url("/site/1")], "max_depth": 0, "robots": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["id"].as_str().expect("id").to_owned();
+    let mut record = serde_json::Value::Null;
+    for _ in 0..200 {
+        let (status, body) = api.call("GET", &format!("/v1/crawls/{id}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        record = body;
+        if record["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(record["status"], "completed", "{record}");
+    assert_eq!(record["counters"]["fetched"], 1, "{record}");
+    let (status, _) = api.call("DELETE", &format!("/v1/crawls/{id}"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = api.call("GET", "/v1/crawls/nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -5,6 +5,7 @@
 mod api;
 mod archive;
 mod cli;
+mod crawl;
 mod pipeline;
 mod store;
 

@@ -1,0 +1,103 @@
+//! Crawls: `POST /v1/crawls` starts one (seeds, scope, globs, depth, page budget, sitemaps,
+//! robots.txt, archive), `GET /v1/crawls/{id}` reads its state and counters, `DELETE
+//! /v1/crawls/{id}` cancels it (queued pages are cancelled, running ones stop at their next
+//! safe point).
+//!
+//! Not here: following links (`crawl`, run by the pools beside the API).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Serialize;
+use trawl_workers::job::CrawlSpec;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use crate::crawl::StartError;
+use crate::store::{CrawlRecord, CrawlStatus};
+
+/// A crawl as accepted.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CrawlStarted {
+    /// The crawl id: `GET /v1/crawls/{id}` follows it.
+    pub id: String,
+    /// `running`, or `completed` when nothing could be queued.
+    pub status: CrawlStatus,
+}
+
+/// Starts a crawl.
+#[utoipa::path(post, path = "/v1/crawls", request_body = CrawlSpec, tag = "crawls",
+    responses(
+        (status = 202, description = "started", body = CrawlStarted),
+        (status = 400, description = "a seed or an option is not acceptable", body = ErrorBody),
+        (status = 422, description = "malformed request", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn start(
+    State(state): State<AppState>,
+    ApiJson(spec): ApiJson<CrawlSpec>,
+) -> Result<(StatusCode, Json<CrawlStarted>), ApiError> {
+    let id = crate::crawl::start(&state.context, &state.queue, spec)
+        .await
+        .map_err(|error| match error {
+            StartError::Invalid(message) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+            }
+            other => ApiError::internal(&other),
+        })?;
+    let status = state
+        .context
+        .store
+        .crawl(&id)
+        .await?
+        .map_or(CrawlStatus::Running, |record| record.status);
+    Ok((StatusCode::ACCEPTED, Json(CrawlStarted { id, status })))
+}
+
+/// A crawl's state, spec and counters.
+#[utoipa::path(get, path = "/v1/crawls/{id}", tag = "crawls",
+    params(("id" = String, Path, description = "the crawl id")),
+    responses((status = 200, body = CrawlRecord), (status = 404, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn read(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<CrawlRecord>, ApiError> {
+    state
+        .context
+        .store
+        .crawl(&id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no crawl {id}")))
+}
+
+/// Cancels a running crawl.
+#[utoipa::path(delete, path = "/v1/crawls/{id}", tag = "crawls",
+    params(("id" = String, Path, description = "the crawl id")),
+    responses(
+        (status = 200, body = CrawlRecord),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "the crawl had already ended", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn cancel(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<CrawlRecord>, ApiError> {
+    let store = &state.context.store;
+    let cancelled = store.cancel_crawl(&id).await?;
+    let record = store
+        .crawl(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no crawl {id}")))?;
+    if !cancelled {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!("crawl {id} had already ended ({:?})", record.status).to_lowercase(),
+        ));
+    }
+    Ok(Json(record))
+}

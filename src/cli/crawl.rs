@@ -1,0 +1,308 @@
+//! `trawl crawl`: crawl sites from seed URLs with the pools in-process (and the archive pool
+//! with --archive), a progress bar (or periodic lines), and a summary of the crawl's counters.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use trawl_workers::crawl::Scope;
+use trawl_workers::job::{CrawlSpec, Format};
+
+use super::Embedded;
+use super::extract::FormatArg;
+use crate::config::Config;
+use crate::runner;
+use crate::store::{CrawlRecord, CrawlStatus};
+
+/// Arguments of `trawl crawl`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Seed URLs (http or https).
+    #[arg(value_name = "URL", required = true)]
+    pub seeds: Vec<String>,
+    /// Which links to follow: the seed's host, its registrable domain (subdomains too), or
+    /// URLs under the seed's path.
+    #[arg(long, value_enum, default_value = "host")]
+    pub scope: ScopeArg,
+    /// Only URLs whose path (and query) matches this glob (`*` within a segment, `**` across;
+    /// repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Never URLs whose path (and query) matches this glob (repeatable; wins over --include).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Links followed from a seed at most (0: the seeds only).
+    #[arg(long, default_value_t = 3)]
+    pub max_depth: u32,
+    /// Pages fetched at most.
+    #[arg(long, default_value_t = 1_000)]
+    pub max_pages: u64,
+    /// Also start from the sites' sitemaps (robots.txt Sitemap lines, /sitemap.xml).
+    #[arg(long)]
+    pub sitemap: bool,
+    /// Do not read or obey robots.txt.
+    #[arg(long)]
+    pub ignore_robots: bool,
+    /// Archive every page: search index and WARC records.
+    #[arg(long)]
+    pub archive: bool,
+    /// Format of the extracted text.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: FormatArg,
+    /// Fetches at once [config: runner.concurrency]; per host, politeness.max_concurrent_per_host
+    /// and politeness.min_delay_ms apply.
+    #[arg(long, short = 'c', value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Allow private, loopback and link-local destinations (cloud metadata stays blocked)
+    /// [config: ssrf.allow_private_network].
+    #[arg(long)]
+    pub allow_private_network: bool,
+    /// No progress bar or progress lines.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `--scope`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// The seed's host (and port).
+    Host,
+    /// The seed's registrable domain, subdomains included.
+    Domain,
+    /// URLs under the seed's path, on its origin.
+    Prefix,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Scope {
+        match scope {
+            ScopeArg::Host => Scope::Host,
+            ScopeArg::Domain => Scope::Domain,
+            ScopeArg::Prefix => Scope::Prefix,
+        }
+    }
+}
+
+pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    if let Some(concurrency) = args.concurrency {
+        config.runner.concurrency = concurrency;
+    }
+    if args.allow_private_network {
+        config.ssrf.allow_private_network = true;
+    }
+    config.validate()?;
+    let spec = CrawlSpec {
+        scope: args.scope.into(),
+        include: args.include.clone(),
+        exclude: args.exclude.clone(),
+        max_depth: args.max_depth,
+        max_pages: args.max_pages,
+        sitemap: args.sitemap,
+        robots: !args.ignore_robots,
+        extract: Format::from(args.format),
+        archive: args.archive,
+        ..CrawlSpec::new(args.seeds.clone())
+    };
+    if let Err(error) = spec.validate() {
+        eprintln!("trawl: {error}");
+        return Ok(ExitCode::from(2));
+    }
+    let embedded = Embedded::open(&config).await?;
+    let context = std::sync::Arc::new(embedded.context(&config));
+    let Embedded {
+        store,
+        queue,
+        client,
+    } = embedded;
+
+    let (archive_stop_tx, archive_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let archiver = if args.archive {
+        let archiver = crate::archive::Archiver::open(
+            store.clone(),
+            &config.data_dir,
+            config.archive.clone(),
+            client.request_headers(),
+        )
+        .context("opening the archive (is another trawl archiving into this data directory?)")?;
+        Some(tokio::spawn(archiver.run(
+            crate::archive::Stop::Drain,
+            async move {
+                let _ = archive_stop_rx.await;
+            },
+        )))
+    } else {
+        None
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let pool_queue = queue.clone();
+    let pool_context = context.clone();
+    let pool = tokio::spawn(async move {
+        runner::run_pool(pool_context, &pool_queue, async move {
+            let _ = stop_rx.await;
+        })
+        .await
+    });
+
+    let started = Instant::now();
+    let id = match crate::crawl::start(&context, &queue, spec).await {
+        Ok(id) => id,
+        Err(crate::crawl::StartError::Invalid(message)) => {
+            eprintln!("trawl: {message}");
+            let _ = stop_tx.send(());
+            return Ok(ExitCode::from(2));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let progress = CrawlProgress::new(args.quiet, &id);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut interrupted = false;
+    let record = loop {
+        let record = store
+            .crawl(&id)
+            .await?
+            .context("the crawl's record disappeared")?;
+        progress.show(&record);
+        if record.status != CrawlStatus::Running {
+            break record;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = &mut ctrl_c => {
+                interrupted = true;
+                break record;
+            }
+        }
+    };
+    progress.finish();
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(Duration::from_secs(30), pool).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "fetch pool ended with an error"),
+        Ok(Err(error)) => tracing::warn!(error = %error, "fetch pool task failed"),
+        Err(_) => tracing::warn!("fetch pool did not stop within 30 s"),
+    }
+    let archived = match archiver {
+        Some(archiver) => {
+            let _ = archive_stop_tx.send(());
+            Some(archiver.await.context("the archive pool failed")??)
+        }
+        None => None,
+    };
+    print_summary(&record, started.elapsed(), interrupted);
+    if let Some(stats) = archived {
+        println!(
+            "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+            stats.pages,
+            stats.chunks,
+            stats.unchanged,
+            stats.failed,
+            stats.warc_responses,
+            stats.warc_revisits
+        );
+    }
+    queue.close().await;
+    store.close().await;
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool) {
+    let c = &record.counters;
+    let seconds = elapsed.as_secs_f64().max(0.001);
+    println!(
+        "{} crawl {}: {} pages fetched, {} failed in {seconds:.1} s ({:.1} pages/s)",
+        if interrupted { "interrupted:" } else { "done:" },
+        record.id,
+        c.fetched,
+        c.failed,
+        c.fetched as f64 / seconds
+    );
+    println!(
+        "urls: {} discovered, {} queued; skipped: {} out of scope, {} by robots.txt, {} too deep, {} over max_pages, {} duplicates",
+        c.discovered,
+        c.queued,
+        c.skipped_scope,
+        c.skipped_robots,
+        c.skipped_depth,
+        c.skipped_limit,
+        c.skipped_duplicate
+    );
+    if interrupted {
+        println!(
+            "the crawl's remaining pages stay queued: `trawl serve` in this data directory goes on with them"
+        );
+    }
+    println!(
+        "trawl: crawl {}; see `trawl status`, `trawl read URL`, `trawl export --warc FILE --crawl {}`",
+        record.id, record.id
+    );
+}
+
+/// A progress bar on a terminal, plain lines every 5 s otherwise.
+struct CrawlProgress {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    last_line: std::sync::Mutex<Instant>,
+}
+
+impl CrawlProgress {
+    fn new(quiet: bool, id: &str) -> CrawlProgress {
+        use std::io::IsTerminal as _;
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pages {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_message(format!("crawl {id}"));
+            bar
+        });
+        CrawlProgress {
+            bar,
+            quiet,
+            last_line: std::sync::Mutex::new(Instant::now()),
+        }
+    }
+
+    fn show(&self, record: &CrawlRecord) {
+        let c = &record.counters;
+        let ended = c.fetched + c.failed + c.skipped_duplicate;
+        if let Some(bar) = &self.bar {
+            bar.set_length(c.queued);
+            bar.set_position(ended);
+            bar.set_message(format!(
+                "{} discovered, {} failed, {} skipped",
+                c.discovered,
+                c.failed,
+                c.skipped_scope + c.skipped_robots + c.skipped_depth + c.skipped_limit
+            ));
+            return;
+        }
+        if self.quiet {
+            return;
+        }
+        let Ok(mut last) = self.last_line.lock() else {
+            return;
+        };
+        if last.elapsed() >= Duration::from_secs(5) {
+            *last = Instant::now();
+            eprintln!(
+                "trawl: crawl {}: {ended}/{} pages ended, {} discovered, {} failed",
+                record.id, c.queued, c.discovered, c.failed
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Crawls: seeds → fetch jobs of the crawl; each fetched page's links → follow-up fetch jobs
+//! when they are new to the crawl, in scope, pass the globs and robots.txt, are within
+//! `max_depth` and the page budget (`max_pages`). Counters record what happened to every
+//! URL; the crawl completes when none of its jobs is queued or running.
+//!
+//! The frontier is durable: follow-ups are jobs in the queue, and every URL the crawl has seen
+//! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. Follow-ups
+//! of a page are queued before the page's job ends, so a crawl never looks finished while
+//! one of its pages still has links to queue.
+//!
+//! Politeness: fetches of crawl pages wait for a per-host gate (concurrent requests and
+//! minimum delay between starts, raised by robots.txt Crawl-delay). The gate is per process:
+//! with one process (embedded) it is shared by all crawls; across worker machines it needs
+//! the distributed backend (not built yet).
+//!
+//! Not here: parsing robots.txt and sitemaps, scope and glob rules (`trawl_workers::crawl`),
+//! fetching and storing pages (`runner`).
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use lru::LruCache;
+use trawl_workers::crawl::politeness::{self, HostGate, host_key};
+use trawl_workers::crawl::sitemap::{SitemapLimits, parse_sitemap, sitemap_candidates};
+use trawl_workers::crawl::{Robots, UrlFilter, crawl_key, robots_url};
+use trawl_workers::job::{CrawlSpec, FetchJob, Job};
+use url::Url;
+
+use crate::queue::{CrawlRef, Envelope, Queue};
+use crate::runner::Context;
+use crate::store::{self, CrawlCounters, NewJob};
+
+/// Why a crawl could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The spec or a seed is not acceptable (a 4xx for the API).
+    #[error("{0}")]
+    Invalid(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The queue failed.
+    #[error(transparent)]
+    Queue(#[from] crate::queue::Error),
+}
+
+/// What the crawls of a process share: the politeness gate, robots.txt per origin, and the
+/// crawls' plans (spec, seeds, compiled globs).
+pub struct Crawls {
+    gate: HostGate,
+    robots: Mutex<LruCache<String, (Arc<Robots>, Instant)>>,
+    plans: Mutex<LruCache<String, Arc<Plan>>>,
+}
+
+impl std::fmt::Debug for Crawls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crawls").finish_non_exhaustive()
+    }
+}
+
+/// A crawl ready to apply to links.
+#[derive(Debug)]
+pub struct Plan {
+    /// The crawl id.
+    pub id: String,
+    /// What was asked.
+    pub spec: CrawlSpec,
+    seeds: Vec<Url>,
+    filter: UrlFilter,
+}
+
+impl Plan {
+    fn new(id: &str, spec: CrawlSpec, seeds: Vec<Url>) -> Result<Plan, String> {
+        let filter =
+            UrlFilter::new(&spec.include, &spec.exclude).map_err(|error| error.to_string())?;
+        Ok(Plan {
+            id: id.to_owned(),
+            spec,
+            seeds,
+            filter,
+        })
+    }
+
+    fn in_scope(&self, url: &Url) -> bool {
+        self.seeds
+            .iter()
+            .any(|seed| self.spec.scope.contains(seed, url))
+            && self.filter.allows(url)
+    }
+}
+
+/// Origins whose robots.txt is remembered.
+const ROBOTS_CACHE: usize = 1_024;
+/// Crawl plans remembered.
+const PLAN_CACHE: usize = 256;
+/// Sitemap files fetched per crawl at most (indexes included).
+const MAX_SITEMAPS: usize = 50;
+/// Largest sitemap file fetched (before decompression; the parser caps what it inflates).
+const SITEMAP_MAX_BYTES: u64 = 10 << 20;
+
+impl Crawls {
+    /// Shared crawl state with this politeness.
+    pub fn new(config: &politeness::Config) -> Crawls {
+        Crawls {
+            gate: HostGate::new(config),
+            robots: Mutex::new(LruCache::new(
+                NonZeroUsize::new(ROBOTS_CACHE).unwrap_or(NonZeroUsize::MIN),
+            )),
+            plans: Mutex::new(LruCache::new(
+                NonZeroUsize::new(PLAN_CACHE).unwrap_or(NonZeroUsize::MIN),
+            )),
+        }
+    }
+
+    /// The politeness gate.
+    pub fn gate(&self) -> &HostGate {
+        &self.gate
+    }
+
+    /// The plan of a crawl, from memory or the store.
+    pub async fn plan(
+        &self,
+        store: &store::Store,
+        crawl_id: &str,
+    ) -> Result<Option<Arc<Plan>>, store::Error> {
+        if let Ok(mut plans) = self.plans.lock()
+            && let Some(plan) = plans.get(crawl_id)
+        {
+            return Ok(Some(plan.clone()));
+        }
+        let Some(record) = store.crawl(crawl_id).await? else {
+            return Ok(None);
+        };
+        let seeds = record
+            .spec
+            .seeds
+            .iter()
+            .filter_map(|seed| Url::parse(seed).ok())
+            .collect();
+        let plan =
+            Plan::new(crawl_id, record.spec, seeds).map_err(|detail| store::Error::Corrupt {
+                what: "crawl spec",
+                detail,
+            })?;
+        let plan = Arc::new(plan);
+        if let Ok(mut plans) = self.plans.lock() {
+            plans.put(crawl_id.to_owned(), plan.clone());
+        }
+        Ok(Some(plan))
+    }
+
+    /// robots.txt of `url`'s origin: remembered for its max age, else fetched through the
+    /// guarded client (a failure is interpreted per RFC 9309 by `Robots::from_fetch`).
+    pub async fn robots(&self, client: &trawl_workers::web::Client, url: &Url) -> Arc<Robots> {
+        let origin = url.origin().ascii_serialization();
+        if let Ok(mut cache) = self.robots.lock()
+            && let Some((robots, fetched)) = cache.get(&origin)
+            && fetched.elapsed() < robots.max_age()
+        {
+            return robots.clone();
+        }
+        let fetched = client.get(&robots_url(url), None).await;
+        let robots = Arc::new(Robots::from_fetch(&fetched));
+        if let Ok(mut cache) = self.robots.lock() {
+            cache.put(origin, (robots.clone(), Instant::now()));
+        }
+        robots
+    }
+
+    /// Waits for the politeness gate of `url`'s host (with its robots.txt Crawl-delay when
+    /// the crawl obeys robots.txt). Hold the permit while fetching.
+    pub async fn wait_turn(
+        &self,
+        client: &trawl_workers::web::Client,
+        plan: &Plan,
+        url: &Url,
+    ) -> politeness::Permit {
+        let delay = if plan.spec.robots {
+            self.robots(client, url).await.crawl_delay()
+        } else {
+            None
+        };
+        self.gate.acquire_with_delay(&host_key(url), delay).await
+    }
+}
+
+/// Starts a crawl: records it, reads sitemaps when asked, and queues its first pages.
+/// Returns the crawl id.
+pub async fn start(
+    context: &Context,
+    queue: &Queue,
+    spec: CrawlSpec,
+) -> Result<String, StartError> {
+    spec.validate().map_err(StartError::Invalid)?;
+    let mut seeds = Vec::with_capacity(spec.seeds.len());
+    for seed in &spec.seeds {
+        let url = trawl_workers::fetch::check_url(&context.fetch.client, seed)
+            .map_err(|error| StartError::Invalid(format!("seed {seed:?}: {}", error.message)))?;
+        seeds.push(url);
+    }
+    let id = ulid::Ulid::generate().to_string();
+    let spec_json = serde_json::to_value(&spec).expect("crawl specs serialise");
+    let plan = Arc::new(Plan::new(&id, spec, seeds.clone()).map_err(StartError::Invalid)?);
+    context.store.create_crawl(&id, &spec_json).await?;
+    if let Ok(mut plans) = context.crawls.plans.lock() {
+        plans.put(id.clone(), plan.clone());
+    }
+    let mut first: Vec<(Url, u32)> = seeds.iter().map(|seed| (seed.clone(), 0)).collect();
+    if plan.spec.sitemap {
+        first.extend(
+            sitemap_urls(context, &plan)
+                .await
+                .into_iter()
+                .map(|url| (url, 0)),
+        );
+    }
+    follow(context, queue, &plan, first).await?;
+    context.store.complete_crawl_if_done(&id).await?;
+    Ok(id)
+}
+
+/// The page URLs of the sitemaps of the seeds' sites (robots.txt Sitemap lines, then
+/// /sitemap.xml and /sitemap_index.xml), following sitemap indexes, at most
+/// [`MAX_SITEMAPS`] files. Unreadable sitemaps are skipped (logged).
+async fn sitemap_urls(context: &Context, plan: &Plan) -> Vec<Url> {
+    let client = &context.fetch.client;
+    let mut pending: Vec<Url> = Vec::new();
+    for seed in &plan.seeds {
+        let robots = context.crawls.robots(client, seed).await;
+        pending.extend(sitemap_candidates(seed, Some(&robots)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut urls = Vec::new();
+    let limits = SitemapLimits::default();
+    let mut fetched = 0;
+    while let Some(sitemap) = pending.pop() {
+        if fetched >= MAX_SITEMAPS || !seen.insert(crawl_key(&sitemap)) {
+            continue;
+        }
+        fetched += 1;
+        let body = match client.get(&sitemap, Some(SITEMAP_MAX_BYTES)).await {
+            Ok(response) if (200..300).contains(&response.status) => response.body,
+            Ok(response) => {
+                tracing::debug!(status = response.status, "sitemap not there");
+                continue;
+            }
+            Err(error) => {
+                tracing::debug!(error = %error, "sitemap not fetched");
+                continue;
+            }
+        };
+        match parse_sitemap(&body, &limits) {
+            Ok(parsed) => {
+                urls.extend(parsed.urls.into_iter().map(|entry| entry.loc));
+                // Nested sitemaps go first, in the order listed.
+                pending.extend(parsed.sitemaps.into_iter().rev());
+            }
+            Err(error) => tracing::warn!(error = %error, "sitemap not readable"),
+        }
+    }
+    urls
+}
+
+/// Queues the URLs a crawl found (with their depth) that are new to it, in scope, allowed by
+/// robots.txt and within its budget, and counts what happened to each.
+pub async fn follow(
+    context: &Context,
+    queue: &Queue,
+    plan: &Plan,
+    found: Vec<(Url, u32)>,
+) -> Result<CrawlCounters, StartError> {
+    let mut counters = CrawlCounters::default();
+    let mut candidates: Vec<(String, Url, u32)> = Vec::with_capacity(found.len());
+    for (url, depth) in found {
+        if depth > plan.spec.max_depth {
+            counters.skipped_depth += 1;
+            continue;
+        }
+        if !matches!(url.scheme(), "http" | "https") {
+            continue;
+        }
+        let key = crawl_key(&url);
+        if !candidates.iter().any(|(seen, _, _)| *seen == key) {
+            candidates.push((key, url, depth));
+        }
+    }
+    let keys: Vec<String> = candidates.iter().map(|(key, _, _)| key.clone()).collect();
+    let new: std::collections::HashSet<String> = context
+        .store
+        .add_crawl_urls(&plan.id, &keys)
+        .await?
+        .into_iter()
+        .collect();
+    counters.discovered = new.len() as u64;
+    let mut wanted = Vec::new();
+    for (key, url, depth) in candidates {
+        if !new.contains(&key) {
+            continue;
+        }
+        if !plan.in_scope(&url) {
+            counters.skipped_scope += 1;
+            continue;
+        }
+        if plan.spec.robots
+            && !context
+                .crawls
+                .robots(&context.fetch.client, &url)
+                .await
+                .allowed(&url)
+        {
+            counters.skipped_robots += 1;
+            continue;
+        }
+        wanted.push((url, depth));
+    }
+    let granted = context
+        .store
+        .reserve_crawl_pages(&plan.id, plan.spec.max_pages, wanted.len() as u64)
+        .await? as usize;
+    counters.skipped_limit = (wanted.len() - granted.min(wanted.len())) as u64;
+    wanted.truncate(granted);
+    if !wanted.is_empty() {
+        let mut jobs = Vec::with_capacity(wanted.len());
+        let mut envelopes = Vec::with_capacity(wanted.len());
+        for (url, depth) in wanted {
+            let id = ulid::Ulid::generate().to_string();
+            let job = Job::Fetch(FetchJob {
+                extract: plan.spec.extract,
+                archive: plan.spec.archive,
+                ..FetchJob::new(url.to_string())
+            });
+            jobs.push(NewJob {
+                crawl_id: Some(plan.id.clone()),
+                ..NewJob::new(&id, &job, context.config.max_attempts)
+            });
+            envelopes.push(Envelope {
+                crawl: Some(CrawlRef {
+                    id: plan.id.clone(),
+                    depth,
+                }),
+                ..Envelope::new(id, job)
+            });
+        }
+        context.store.create_jobs(&jobs).await?;
+        queue.push(envelopes).await?;
+    }
+    // `queued` was counted when the budget was reserved.
+    context.store.count_crawl(&plan.id, &counters).await?;
+    Ok(counters)
+}

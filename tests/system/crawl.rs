@@ -1,0 +1,337 @@
+//! Crawls with real parts: the fixture site's pages linking to each other, robots.txt, the
+//! page budget, globs, canonical duplicates, cancel; the API's crawl routes; and the real
+//! binary's `trawl crawl`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use trawl::queue::Queue;
+use trawl::runner::{self, Context};
+use trawl::store::{CrawlRecord, CrawlStatus};
+use trawl_workers::crawl::politeness;
+use trawl_workers::job::CrawlSpec;
+use trawl_workers::testing::FixtureServer;
+
+use crate::context_in;
+
+/// A context whose crawl pages queue their links, with no politeness delay, and its pool.
+struct Crawler {
+    context: Arc<Context>,
+    queue: Queue,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    pool: Option<tokio::task::JoinHandle<Result<(), String>>>,
+}
+
+impl Crawler {
+    async fn start(dir: &std::path::Path) -> Crawler {
+        let config = runner::Config {
+            concurrency: 8,
+            ..runner::Config::default()
+        };
+        let queue = Queue::open(
+            &dir.join("queue.sqlite"),
+            "crawl-test",
+            config.queue_settings(),
+        )
+        .await
+        .expect("queue opens");
+        let mut context = (*context_in(dir, config).await).clone();
+        context.queue = Some(queue.clone());
+        context.crawls = Arc::new(trawl::crawl::Crawls::new(&politeness::Config {
+            min_delay_ms: 0,
+            max_concurrent_per_host: 4,
+            ..politeness::Config::default()
+        }));
+        let context = Arc::new(context);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let pool_context = context.clone();
+        let pool_queue = queue.clone();
+        let pool = tokio::spawn(async move {
+            runner::run_pool(pool_context, &pool_queue, async move {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Crawler {
+            context,
+            queue,
+            stop: Some(stop),
+            pool: Some(pool),
+        }
+    }
+
+    async fn crawl(&self, spec: CrawlSpec) -> CrawlRecord {
+        let id = trawl::crawl::start(&self.context, &self.queue, spec)
+            .await
+            .expect("starts");
+        self.wait(&id).await
+    }
+
+    async fn wait(&self, id: &str) -> CrawlRecord {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let record = self
+                .context
+                .store
+                .crawl(id)
+                .await
+                .expect("reads")
+                .expect("exists");
+            if record.status != CrawlStatus::Running {
+                return record;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "crawl still running: {record:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(pool) = self.pool.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(30), pool).await;
+        }
+    }
+}
+
+/// The URLs of the pages a crawl stored, from its jobs' results.
+async fn fetched_urls(
+    context: &Context,
+    server: &FixtureServer,
+    record: &CrawlRecord,
+) -> Vec<String> {
+    let _ = server;
+    let mut urls = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let pages = context
+            .store
+            .export_pages(None, None, Some(&record.id), cursor, 100)
+            .await
+            .expect("reads");
+        let Some((_, last)) = pages.last() else {
+            break;
+        };
+        cursor = *last;
+        urls.extend(pages.into_iter().map(|(page, _)| page.url));
+    }
+    urls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt() {
+    let server = FixtureServer::start().await.expect("fixture");
+    server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    let record = crawler
+        .crawl(CrawlSpec {
+            max_pages: 25,
+            max_depth: 6,
+            exclude: vec!["/site/*5".to_owned()],
+            ..CrawlSpec::new(vec![server.url("/site/1")])
+        })
+        .await;
+    let c = record.counters;
+    assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
+    assert_eq!(c.queued, 25, "{c:?}");
+    assert_eq!(
+        c.fetched + c.failed + c.skipped_duplicate,
+        c.queued,
+        "{c:?}"
+    );
+    assert!(c.fetched >= 20, "{c:?}");
+    assert!(
+        c.skipped_limit > 0,
+        "the site is larger than the budget: {c:?}"
+    );
+    assert!(c.skipped_robots > 0 && c.skipped_scope > 0, "{c:?}");
+    assert!(
+        c.discovered >= c.queued + c.skipped_robots + c.skipped_scope,
+        "{c:?}"
+    );
+
+    let urls = fetched_urls(&crawler.context, &server, &record).await;
+    assert_eq!(urls.len() as u64, c.fetched);
+    let mut distinct = urls.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), urls.len(), "a page fetched twice: {urls:?}");
+    for url in &urls {
+        assert!(!url.ends_with('3'), "robots.txt disallowed {url}");
+        assert!(!url.ends_with('5'), "excluded by the glob: {url}");
+    }
+    let robots_fetches = server.hits("/robots.txt");
+    assert_eq!(robots_fetches, 1, "robots.txt is fetched once per origin");
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canonical_duplicates_are_stored_once_and_depth_zero_fetches_the_seeds_only() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    // The second seed is the first page under another URL: its canonical link says so.
+    let record = crawler
+        .crawl(CrawlSpec {
+            max_depth: 0,
+            robots: false,
+            ..CrawlSpec::new(vec![
+                server.url("/article/1"),
+                server.url("/article/1?ref=feed"),
+            ])
+        })
+        .await;
+    let c = record.counters;
+    assert_eq!(
+        (c.queued, c.fetched, c.skipped_duplicate),
+        (2, 1, 1),
+        "{c:?}"
+    );
+    assert!(
+        c.skipped_depth > 0,
+        "the article's links are beyond depth 0: {c:?}"
+    );
+    assert_eq!(
+        fetched_urls(&crawler.context, &server, &record).await.len(),
+        1
+    );
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_crawl_queues_nothing_more() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    let id = trawl::crawl::start(
+        &crawler.context,
+        &crawler.queue,
+        CrawlSpec {
+            max_pages: 100_000,
+            max_depth: 100,
+            robots: false,
+            ..CrawlSpec::new(vec![server.url("/site/1")])
+        },
+    )
+    .await
+    .expect("starts");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        crawler
+            .context
+            .store
+            .cancel_crawl(&id)
+            .await
+            .expect("cancels")
+    );
+    assert!(
+        !crawler
+            .context
+            .store
+            .cancel_crawl(&id)
+            .await
+            .expect("reads")
+    );
+    let queued = crawler
+        .context
+        .store
+        .crawl(&id)
+        .await
+        .expect("reads")
+        .expect("exists")
+        .counters
+        .queued;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let record = crawler
+        .context
+        .store
+        .crawl(&id)
+        .await
+        .expect("reads")
+        .expect("exists");
+    assert_eq!(record.status, CrawlStatus::Cancelled);
+    assert_eq!(
+        record.counters.queued, queued,
+        "nothing queued after the cancel"
+    );
+    assert!(record.counters.queued < 100_000);
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_crawl_specs_are_refused_before_anything_is_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    for spec in [
+        CrawlSpec::new(vec![]),
+        CrawlSpec::new(vec!["ftp://example.com/".to_owned()]),
+        CrawlSpec {
+            include: vec!["no-slash".to_owned()],
+            ..CrawlSpec::new(vec!["https://example.com/".to_owned()])
+        },
+        CrawlSpec {
+            max_pages: 0,
+            ..CrawlSpec::new(vec!["https://example.com/".to_owned()])
+        },
+    ] {
+        let error = trawl::crawl::start(&crawler.context, &crawler.queue, spec.clone())
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(error, trawl::crawl::StartError::Invalid(_)),
+            "{spec:?}: {error}"
+        );
+    }
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let seed = server.url("/site/2");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args([
+            "crawl",
+            "--quiet",
+            "--allow-private-network",
+            "--max-pages",
+            "3",
+        ])
+        .arg(&seed)
+        .env_remove("TRAWL_CONFIG")
+        .env("TRAWL_LOG", "error")
+        .env("TRAWL_POLITENESS__MIN_DELAY_MS", "0")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("trawl runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("3 pages fetched, 0 failed"), "{stdout}");
+    assert!(stdout.contains("3 queued"), "{stdout}");
+    // The fixture's robots.txt has a group for trawl (Crawl-delay: 1): it was read and obeyed.
+    assert_eq!(server.hits("/robots.txt"), 1);
+
+    let bad = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["crawl", "--include", "no-slash", &seed])
+        .env_remove("TRAWL_CONFIG")
+        .output()
+        .await
+        .expect("trawl runs");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no-slash"));
+}
