@@ -48,6 +48,29 @@ if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5" \
 fi
 export WARCIO_BIN="$venv/bin/warcio"
 
+# PostgreSQL: the store tests run against it as well as SQLite, through its unix socket (the
+# namespace below has no route to the host's TCP port). Started here when it is down, unless
+# PG_TEST_URL points the tests at another server.
+if [ -z "${PG_TEST_URL:-}" ]; then
+  step "PostgreSQL"
+  if ! command -v pg_ctlcluster >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq postgresql
+  fi
+  if ! pg_isready -q -h /var/run/postgresql 2>/dev/null; then
+    for version in $(ls /etc/postgresql 2>/dev/null); do
+      pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    done
+    for _ in $(seq 1 30); do
+      pg_isready -q -h /var/run/postgresql 2>/dev/null && break
+      sleep 1
+    done
+  fi
+  pg_isready -h /var/run/postgresql || {
+    echo "test: PostgreSQL is not running on /var/run/postgresql (the store tests need it; or set PG_TEST_URL)" >&2
+    exit 1
+  }
+fi
+
 step "cargo test (in a private network namespace: loopback only)"
 if ! unshare -rn true 2>/dev/null; then
   echo "test: cannot create a network namespace (unshare -rn); the SSRF tests must not run outside one" >&2

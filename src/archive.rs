@@ -163,6 +163,21 @@ pub struct Stats {
     pub warc_revisits: u64,
 }
 
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+            self.pages,
+            self.chunks,
+            self.unchanged,
+            self.failed,
+            self.warc_responses,
+            self.warc_revisits
+        )
+    }
+}
+
 /// When [`Archiver::run`] stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {

@@ -23,6 +23,11 @@ pub const DEFAULT_CONFIG_FILE: &str = "trawl.toml";
 pub struct Config {
     /// Where the store and queue files live.
     pub data_dir: PathBuf,
+    /// The store's database: `postgres://…` for the distributed store shared by many
+    /// processes, or `sqlite://PATH`; unset, the SQLite file in `data_dir`. The `DATABASE_URL`
+    /// environment variable sets it too. Shown redacted, since it may hold a password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<Secret>,
     /// Prefix of queue names, so several trawls can share one backend.
     pub namespace: String,
     /// Outgoing requests: identity and limits.
@@ -47,6 +52,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             data_dir: PathBuf::from(".trawl"),
+            database_url: None,
             namespace: "trawl".to_owned(),
             http: web::Config::default(),
             ssrf: web::Policy::default(),
@@ -116,6 +122,8 @@ impl Config {
             }
             None => {}
         }
+        // DATABASE_URL, the name other tools use, below TRAWL_DATABASE_URL.
+        figment = figment.merge(Env::raw().only(&["database_url"]));
         // TRAWL_LOG, TRAWL_CONFIG and TRAWL_TOKEN are read by main and the CLI, not the tree.
         figment = figment.merge(
             Env::prefixed("TRAWL_")

@@ -8,7 +8,6 @@ use trawl_workers::web::normalize::normalize_url;
 
 use crate::archive::{Archiver, Stop};
 use crate::config::Config;
-use crate::store::Store;
 
 /// Arguments of `trawl archive`.
 #[derive(Debug, clap::Args)]
@@ -27,9 +26,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
-    let store = Store::open(&config.store_path())
-        .await
-        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let store = super::open_store(&config).await?;
     let missing = store.request_archive(&urls).await?;
     if !missing.is_empty() {
         eprintln!(
@@ -50,15 +47,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     .context("opening the archive (is another trawl archiving into this data directory?)")?;
     eprintln!("trawl: archiving {pending} pages");
     let stats = archiver.run(Stop::Drain, async {}).await?;
-    println!(
-        "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
-        stats.pages,
-        stats.chunks,
-        stats.unchanged,
-        stats.failed,
-        stats.warc_responses,
-        stats.warc_revisits
-    );
+    println!("archived: {stats}");
     store.close().await;
     Ok(if stats.failed > 0 {
         ExitCode::from(1)

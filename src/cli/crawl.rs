@@ -11,8 +11,8 @@ use trawl_workers::job::{CrawlSpec, Format};
 
 use super::Embedded;
 use super::extract::FormatArg;
+use super::pools::Pools;
 use crate::config::Config;
-use crate::runner;
 use crate::store::{CrawlRecord, CrawlStatus};
 
 /// Arguments of `trawl crawl`.
@@ -110,46 +110,16 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     let embedded = Embedded::open(&config).await?;
     let context = std::sync::Arc::new(embedded.context(&config));
-    let Embedded {
-        store,
-        queue,
-        client,
-    } = embedded;
+    let Embedded { store, queue, .. } = embedded;
 
-    let (archive_stop_tx, archive_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let archiver = if args.archive {
-        let archiver = crate::archive::Archiver::open(
-            store.clone(),
-            &config.data_dir,
-            config.archive.clone(),
-            client.request_headers(),
-        )
-        .context("opening the archive (is another trawl archiving into this data directory?)")?;
-        Some(tokio::spawn(archiver.run(
-            crate::archive::Stop::Drain,
-            async move {
-                let _ = archive_stop_rx.await;
-            },
-        )))
-    } else {
-        None
-    };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let pool_queue = queue.clone();
-    let pool_context = context.clone();
-    let pool = tokio::spawn(async move {
-        runner::run_pool(pool_context, &pool_queue, async move {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
+    let pools = Pools::start(context.clone(), &queue, &config, args.archive)?;
 
     let started = Instant::now();
     let id = match crate::crawl::start(&context, &queue, spec).await {
         Ok(id) => id,
         Err(crate::crawl::StartError::Invalid(message)) => {
             eprintln!("trawl: {message}");
-            let _ = stop_tx.send(());
+            pools.stop(true).await?;
             return Ok(ExitCode::from(2));
         }
         Err(error) => return Err(error.into()),
@@ -176,31 +146,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         }
     };
     progress.finish();
-    let _ = stop_tx.send(());
-    match tokio::time::timeout(Duration::from_secs(30), pool).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "fetch pool ended with an error"),
-        Ok(Err(error)) => tracing::warn!(error = %error, "fetch pool task failed"),
-        Err(_) => tracing::warn!("fetch pool did not stop within 30 s"),
-    }
-    let archived = match archiver {
-        Some(archiver) => {
-            let _ = archive_stop_tx.send(());
-            Some(archiver.await.context("the archive pool failed")??)
-        }
-        None => None,
-    };
+    let archived = pools.stop(args.quiet).await?;
     print_summary(&record, started.elapsed(), interrupted);
     if let Some(stats) = archived {
-        println!(
-            "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
-            stats.pages,
-            stats.chunks,
-            stats.unchanged,
-            stats.failed,
-            stats.warc_responses,
-            stats.warc_revisits
-        );
+        println!("archived: {stats}");
     }
     queue.close().await;
     store.close().await;

@@ -11,7 +11,6 @@ use trawl_workers::archive::warc::RecordWriter;
 
 use crate::archive::{software, write_warc};
 use crate::config::Config;
-use crate::store::Store;
 
 /// Arguments of `trawl export`.
 #[derive(Debug, clap::Args)]
@@ -32,9 +31,7 @@ pub struct Args {
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&config.store_path())
-        .await
-        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let store = super::open_store(&config).await?;
     let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
         .map_err(anyhow::Error::msg)?;
     let request_headers = client.request_headers();

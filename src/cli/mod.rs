@@ -9,6 +9,7 @@ mod crawl;
 mod enqueue;
 mod export;
 mod extract;
+mod pools;
 mod read;
 mod remote;
 mod run;
@@ -100,6 +101,20 @@ fn url_line(line: &str) -> Option<&str> {
     (!content.is_empty() && !content.starts_with('#')).then_some(line)
 }
 
+/// Opens the store the configuration names: the database at `database_url` (or
+/// `DATABASE_URL`) when set, else the SQLite file in the data directory.
+async fn open_store(config: &Config) -> anyhow::Result<crate::store::Store> {
+    use anyhow::Context as _;
+    match &config.database_url {
+        Some(url) => crate::store::Store::connect(url.expose())
+            .await
+            .context("connecting to the store at database_url"),
+        None => crate::store::Store::open(&config.store_path())
+            .await
+            .with_context(|| format!("opening the store in {}", config.data_dir.display())),
+    }
+}
+
 /// The embedded store and queue, and the guarded client, as a command opens them.
 struct Embedded {
     store: crate::store::Store,
@@ -116,9 +131,7 @@ impl Embedded {
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!("creating the data directory {}", config.data_dir.display())
         })?;
-        let store = crate::store::Store::open(&config.store_path())
-            .await
-            .context("opening the store")?;
+        let store = open_store(config).await?;
         let queue = crate::queue::Queue::open(
             &config.queue_path(),
             &config.namespace,

@@ -2,11 +2,8 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 use crate::config::Config;
 use crate::pages;
-use crate::store::Store;
 
 /// Arguments of `trawl read`.
 #[derive(Debug, clap::Args)]
@@ -22,9 +19,7 @@ pub struct Args {
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&config.store_path())
-        .await
-        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let store = super::open_store(&config).await?;
     let Some(range) = pages::read(&store, &args.url, args.from, args.to).await? else {
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));

@@ -18,10 +18,10 @@ use trawl_workers::job::{FetchJob, Format, Job};
 use trawl_workers::{fetch, web};
 
 use super::extract::FormatArg;
+use super::pools::Pools;
 use super::{Embedded, UrlArgs, url_line};
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
-use crate::runner;
 use crate::store::{EndedJob, NewJob, Status, Store};
 
 /// Jobs recorded per transaction and pushed per queue call.
@@ -106,34 +106,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         queue,
         client,
     } = embedded;
-
-    // The archive pool runs beside the fetch pool and drains what is pending at the end.
-    let (archive_stop_tx, archive_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let archiver = if args.archive {
-        let archiver = crate::archive::Archiver::open(
-            store.clone(),
-            &config.data_dir,
-            config.archive.clone(),
-            client.request_headers(),
-        )
-        .context("opening the archive (is another trawl archiving into this data directory?)")?;
-        Some(tokio::spawn(archiver.run(
-            crate::archive::Stop::Drain,
-            async move {
-                let _ = archive_stop_rx.await;
-            },
-        )))
-    } else {
-        None
-    };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let pool_queue = queue.clone();
-    let pool = tokio::spawn(async move {
-        runner::run_pool(context, &pool_queue, async move {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
+    let pools = Pools::start(context, &queue, &config, args.archive)?;
 
     let batch_id = ulid::Ulid::generate().to_string();
     let template = FetchJob {
@@ -197,26 +170,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             }
         }
     }
-    let _ = stop_tx.send(());
     producer.abort();
     let produced = producer.await;
-    match tokio::time::timeout(Duration::from_secs(30), pool).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => tracing::warn!(error = %error, "fetch pool ended with an error"),
-        Ok(Err(error)) => tracing::warn!(error = %error, "fetch pool task failed"),
-        Err(_) => tracing::warn!("fetch pool did not stop within 30 s"),
-    }
     progress.finish();
-    let archived = match archiver {
-        Some(archiver) => {
-            let _ = archive_stop_tx.send(());
-            if !args.quiet {
-                eprintln!("trawl: archiving the remaining pages...");
-            }
-            Some(archiver.await.context("the archive pool failed")??)
-        }
-        None => None,
-    };
+    let archived = pools.stop(args.quiet).await?;
     if let Ok(Err(error)) = produced {
         return Err(error.context("reading the input"));
     }
@@ -232,15 +189,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     )
     .await?;
     if let Some(stats) = archived {
-        println!(
-            "archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
-            stats.pages,
-            stats.chunks,
-            stats.unchanged,
-            stats.failed,
-            stats.warc_responses,
-            stats.warc_revisits
-        );
+        println!("archived: {stats}");
     }
     queue.close().await;
     store.close().await;

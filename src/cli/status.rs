@@ -2,11 +2,8 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 use super::remote::{Remote, ServerArgs};
 use crate::config::Config;
-use crate::store::Store;
 
 /// Arguments of `trawl status`.
 #[derive(Debug, clap::Args)]
@@ -30,9 +27,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         println!("{}", serde_json::to_string_pretty(&job)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let store = Store::open(&config.store_path())
-        .await
-        .with_context(|| format!("opening the store in {}", config.data_dir.display()))?;
+    let store = super::open_store(&config).await?;
     match &args.job_id {
         Some(id) => match store.job(id).await? {
             Some(job) => {

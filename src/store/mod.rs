@@ -2,17 +2,387 @@
 //! and blobs (raw bodies and texts, zstd-compressed, content-addressed by sha256, stored once).
 //! Writes are keyed by job id, so a job delivered twice stores one result.
 //!
+//! [`Store`] is the interface; two engines sit behind it with the same behaviour: SQLite
+//! (`sqlite.rs`, one file, the embedded default) and PostgreSQL (`postgres.rs`, shared by
+//! many worker processes). What both engines share lives in `blob` (blob packing, the text
+//! cache), `rows` (row decoding) and `writer` (group commit, attempt batching).
+//!
 //! Not here: delivering jobs to workers (`queue`), or deciding what to retry (`runner`).
-//! Today the store is SQLite (`sqlite.rs`); PostgreSQL comes with distributed mode behind the
-//! same methods.
 
+mod blob;
+mod postgres;
+mod rows;
 mod sqlite;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use trawl_workers::job::{ErrorCode, JobError};
 use utoipa::ToSchema;
 
-pub use sqlite::{Attempt, BatchSummary, Cancel, NewBatch, NewJob, Store};
+use blob::Texts;
+use postgres::PgStore;
+use sqlite::SqliteStore;
+use writer::Writer;
+
+/// The store, cheap to clone: a connection pool of one engine, the handles of its batching
+/// writers and the text cache.
+#[derive(Debug, Clone)]
+pub struct Store {
+    engine: Engine,
+    writer: Writer,
+    /// Recently read or written page texts by content hash.
+    texts: Arc<Texts>,
+}
+
+/// The engine behind a [`Store`].
+#[derive(Debug, Clone)]
+enum Engine {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+impl Store {
+    /// Opens (creating if needed) the SQLite store at `path` and runs the migrations.
+    pub async fn open(path: &Path) -> Result<Store, Error> {
+        let engine = SqliteStore::open(path).await?;
+        Ok(Store::with(Engine::Sqlite(engine)))
+    }
+
+    /// Connects to the store at `url` and runs its migrations: `sqlite://PATH` (the file is
+    /// created if needed) or `postgres://…` / `postgresql://…` (the database must exist).
+    pub async fn connect(url: &str) -> Result<Store, Error> {
+        let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+        let engine = match scheme {
+            "sqlite" => Engine::Sqlite(SqliteStore::connect(url).await?),
+            "postgres" | "postgresql" => Engine::Postgres(PgStore::connect(url).await?),
+            // The URL itself may hold a password: only its scheme is named.
+            _ => return Err(Error::UnsupportedUrl(scheme.to_owned())),
+        };
+        Ok(Store::with(engine))
+    }
+
+    fn with(engine: Engine) -> Store {
+        let writer = match &engine {
+            Engine::Sqlite(engine) => Writer::spawn(engine.clone()),
+            Engine::Postgres(engine) => Writer::spawn(engine.clone()),
+        };
+        Store {
+            engine,
+            writer,
+            texts: Arc::new(Texts::new()),
+        }
+    }
+
+    /// The engine's name: `sqlite` or `postgres`.
+    pub fn engine_name(&self) -> &'static str {
+        match self.engine {
+            Engine::Sqlite(_) => "sqlite",
+            Engine::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Records jobs as queued, all or none.
+    pub async fn create_jobs(&self, jobs: &[NewJob]) -> Result<(), Error> {
+        self.submit(None, jobs).await
+    }
+
+    /// Records a job that was refused before queueing (bad input): it ends at once as failed,
+    /// so that every input is accounted for.
+    pub async fn create_failed_job(&self, job: &NewJob, error: &JobError) -> Result<(), Error> {
+        self.create_jobs(std::slice::from_ref(job)).await?;
+        self.finish(&job.id, &Outcome::Failed(error.clone()))
+            .await?;
+        Ok(())
+    }
+
+    /// Starts an attempt: counts it and marks the job running. A job that already ended is
+    /// left alone (the queue delivers at least once).
+    pub async fn begin_attempt(&self, id: &str) -> Result<Attempt, Error> {
+        // Attempts starting at the same time are counted together, in one statement.
+        if let Some((number, max)) = self.writer.start_attempt(id).await? {
+            return Ok(Attempt::Run { number, max });
+        }
+        // A job asked to stop between attempts ends here, as cancelled.
+        if self.finish(id, &Outcome::Cancelled).await?.is_some() {
+            return Ok(Attempt::Cancelled);
+        }
+        Ok(if self.job(id).await?.is_some() {
+            Attempt::AlreadyEnded
+        } else {
+            Attempt::Unknown
+        })
+    }
+
+    /// Stores a fetched page (blobs once, page row keyed by the job id) and ends the job with
+    /// its result, in one transaction: there is never a result without its page, or the
+    /// reverse. `result_for` gives the job's result JSON for the page's content hash.
+    /// Returns the content hash and the status this call ended the job with (`None` when
+    /// another delivery had ended it).
+    ///
+    /// Pages finished at the same time are committed together (group commit): a single
+    /// writer task takes every page waiting when it is free and writes them with three
+    /// multi-row statements in one transaction. Per-statement round trips were the largest
+    /// cost of the store in the pipeline profile.
+    pub async fn finish_with_page(
+        &self,
+        job_id: &str,
+        page: NewPage<'_>,
+        result_for: impl FnOnce(&str) -> String,
+    ) -> Result<(String, Option<Status>), Error> {
+        self.writer
+            .finish_with_page(&self.texts, job_id, page, result_for)
+            .await
+    }
+
+    /// Returns a page's whole text (from memory when it was read or written recently).
+    pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
+        self.text(&page.content_hash).await
+    }
+
+    /// Returns the text stored under a content hash.
+    pub async fn text(&self, content_hash: &str) -> Result<String, Error> {
+        Ok(self.shared_text(content_hash).await?.to_string())
+    }
+
+    /// Like [`Store::text`], without a copy when the text is in memory.
+    pub async fn shared_text(&self, content_hash: &str) -> Result<Arc<str>, Error> {
+        if let Some(text) = self.texts.get(content_hash) {
+            return Ok(text);
+        }
+        let bytes = self.blob(content_hash).await?;
+        self.texts.load(content_hash, bytes)
+    }
+}
+
+/// Methods that each engine implements, delegated to the engine in use.
+macro_rules! delegate {
+    ($(
+        $(#[$meta:meta])*
+        pub async fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;
+    )*) => {
+        impl Store {
+            $(
+                $(#[$meta])*
+                pub async fn $name(&self $(, $arg: $ty)*) -> $ret {
+                    match &self.engine {
+                        Engine::Sqlite(engine) => engine.$name($($arg),*).await,
+                        Engine::Postgres(engine) => engine.$name($($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+delegate! {
+    /// Checks that the store answers.
+    pub async fn ping(&self) -> Result<(), Error>;
+
+    /// Records a batch and its jobs as queued, all or none.
+    pub async fn submit(&self, batch: Option<&NewBatch>, jobs: &[NewJob]) -> Result<(), Error>;
+
+    /// Cancels a queued job at once, or asks a running one to stop at its next safe point.
+    pub async fn request_cancel(&self, id: &str) -> Result<Cancel, Error>;
+
+    /// Claims the announcement of a batch's completion: returns its summary exactly once,
+    /// to the first caller after its last job ended; `None` otherwise.
+    pub async fn claim_batch_completion(&self, batch_id: &str) -> Result<Option<BatchSummary>, Error>;
+
+    /// Records a failed attempt that will be retried.
+    pub async fn record_retry(&self, id: &str, error: &JobError) -> Result<(), Error>;
+
+    /// Ends a job. The first end wins: returns the status it ended with (`cancelled` when a
+    /// cancel was requested meanwhile), or `None` when the job had already ended (so a
+    /// duplicate delivery cannot overwrite or double a result).
+    ///
+    /// The job gets the next `done_seq`: unique, and increasing in the order the ends were
+    /// committed (with gaps on PostgreSQL), so a reader paging by `done_seq` misses none.
+    pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<Option<Status>, Error>;
+
+    /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
+    pub async fn cached_page(&self, url: &str, options_hash: &str, since_ms: i64) -> Result<Option<PageRecord>, Error>;
+
+    /// Returns the newest page of `url` (requested or final), whatever its options.
+    pub async fn latest_page(&self, url: &str) -> Result<Option<PageRecord>, Error>;
+
+    /// Asks the archive pool to take the newest page of each URL (requested or final URL,
+    /// normalised). Returns the URLs with no stored page; nothing is changed when any is
+    /// missing.
+    pub async fn request_archive(&self, urls: &[String]) -> Result<Vec<String>, Error>;
+
+    /// Asks the archive pool to take one page (a cached page served to a job with
+    /// `archive: true`), unless it is archived already.
+    pub async fn request_archive_page(&self, page_id: &str) -> Result<(), Error>;
+
+    /// Returns up to `limit` pages waiting for the archive pool, oldest first, after the
+    /// page at `after_rowid` (a cursor: the second value of the last page returned).
+    pub async fn archive_backlog(&self, after_rowid: i64, limit: u32) -> Result<Vec<(ArchivePage, i64)>, Error>;
+
+    /// Counts the pages waiting for the archive pool.
+    pub async fn archive_pending(&self) -> Result<u64, Error>;
+
+    /// Records where the WARC records of pages went (before they are marked archived, so a
+    /// crash in between does not write them twice).
+    pub async fn record_warc(&self, written: &[WarcRef]) -> Result<(), Error>;
+
+    /// Ends the archiving of pages: `archived` after the index committed them, or `failed`.
+    pub async fn mark_archived(&self, page_ids: &[String], state: &str) -> Result<(), Error>;
+
+    /// The newest earlier page of `url` with the same raw body whose WARC record was written:
+    /// the record a revisit refers to (its id and the page's fetch time in milliseconds).
+    pub async fn warc_original(&self, url: &str, raw_hash: &str, before_ms: i64) -> Result<Option<(String, i64)>, Error>;
+
+    /// Returns up to `limit` stored pages for a WARC export, in fetch order, after the page
+    /// at `after_rowid`: those whose URL starts with `url_prefix` and, when given, that the
+    /// jobs of `batch_id` or of `crawl_id` fetched.
+    pub async fn export_pages(&self, url_prefix: Option<&str>, batch_id: Option<&str>, crawl_id: Option<&str>, after_rowid: i64, limit: u32) -> Result<Vec<(ArchivePage, i64)>, Error>;
+
+    /// Records a new crawl as running.
+    pub async fn create_crawl(&self, id: &str, spec: &serde_json::Value) -> Result<(), Error>;
+
+    /// Returns a crawl's record.
+    pub async fn crawl(&self, id: &str) -> Result<Option<CrawlRecord>, Error>;
+
+    /// Adds URL keys to a crawl's seen set and returns those that were new, in the order given.
+    pub async fn add_crawl_urls(&self, crawl_id: &str, keys: &[String]) -> Result<Vec<String>, Error>;
+
+    /// Adds to a crawl's counters.
+    pub async fn count_crawl(&self, crawl_id: &str, delta: &CrawlCounters) -> Result<(), Error>;
+
+    /// Takes up to `wanted` of a crawl's remaining page budget (`max_pages` minus the jobs it
+    /// has queued) and counts them as queued. Returns how many were granted (none once the
+    /// crawl is no longer running).
+    pub async fn reserve_crawl_pages(&self, crawl_id: &str, max_pages: u64, wanted: u64) -> Result<u64, Error>;
+
+    /// Ends a crawl as completed when none of its jobs is queued or running. Returns true when
+    /// this call ended it.
+    pub async fn complete_crawl_if_done(&self, crawl_id: &str) -> Result<bool, Error>;
+
+    /// Cancels a running crawl: no new pages are queued; its queued jobs are cancelled and
+    /// running ones stop at their next safe point. Returns false when it was not running.
+    pub async fn cancel_crawl(&self, crawl_id: &str) -> Result<bool, Error>;
+
+    /// Returns the page with this id.
+    pub async fn page(&self, id: &str) -> Result<Option<PageRecord>, Error>;
+
+    /// Returns a blob's bytes, decompressed.
+    pub async fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, Error>;
+
+    /// Returns one job.
+    pub async fn job(&self, id: &str) -> Result<Option<JobRecord>, Error>;
+
+    /// Returns the jobs of a batch that ended after `after_seq`, in the order they ended.
+    pub async fn ended_since(&self, batch_id: &str, after_seq: i64, limit: u32) -> Result<Vec<EndedJob>, Error>;
+
+    /// Counts jobs by status, over all jobs or one batch.
+    pub async fn count_by_status(&self, batch_id: Option<&str>) -> Result<Vec<(Status, u64)>, Error>;
+
+    /// Counts the failed and dead jobs of a batch by error code.
+    pub async fn count_errors(&self, batch_id: &str) -> Result<Vec<(String, u64)>, Error>;
+}
+
+impl Store {
+    /// Closes the pool, waiting for connections to finish.
+    pub async fn close(&self) {
+        match &self.engine {
+            Engine::Sqlite(engine) => engine.close().await,
+            Engine::Postgres(engine) => engine.close().await,
+        }
+    }
+}
+
+/// A job to record before it is queued.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The job id (ULID).
+    pub id: String,
+    /// The job kind.
+    pub kind: &'static str,
+    /// The batch it belongs to.
+    pub batch_id: Option<String>,
+    /// The URL it is about.
+    pub url: String,
+    /// The job's JSON form.
+    pub params: serde_json::Value,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// Where the job's events are POSTed.
+    pub webhook: Option<String>,
+    /// The crawl it belongs to.
+    pub crawl_id: Option<String>,
+}
+
+impl NewJob {
+    /// The record of `job` under `id`: kind, URL and JSON form taken from the job.
+    pub fn new(id: &str, job: &trawl_workers::job::Job, max_attempts: u32) -> NewJob {
+        NewJob {
+            id: id.to_owned(),
+            kind: job.kind(),
+            batch_id: None,
+            url: job.url().to_owned(),
+            params: serde_json::to_value(job).expect("jobs are plain data and serialise to json"),
+            max_attempts,
+            webhook: None,
+            crawl_id: None,
+        }
+    }
+}
+
+/// A batch of jobs submitted together.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    /// The batch id (ULID).
+    pub id: String,
+    /// Where the batch's completion is announced.
+    pub webhook: Option<String>,
+    /// Jobs in the batch.
+    pub total: u64,
+}
+
+/// What a cancel request found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// The job was queued and is now cancelled.
+    Cancelled,
+    /// The job is running; it stops at its next safe point.
+    Requested,
+    /// The job had already ended, with this status.
+    AlreadyEnded(Status),
+    /// No such job.
+    Unknown,
+}
+
+/// How a batch ended, counted when its completion is claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchSummary {
+    /// The batch id.
+    pub id: String,
+    /// Where to announce it.
+    pub webhook: Option<String>,
+    /// Jobs by final status.
+    pub counts: Vec<(Status, u64)>,
+}
+
+/// What `begin_attempt` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Go ahead: this is attempt `number` of `max`.
+    Run {
+        /// This attempt's number, from 1.
+        number: u32,
+        /// Attempts allowed.
+        max: u32,
+    },
+    /// The job already ended (a duplicate delivery): nothing to do.
+    AlreadyEnded,
+    /// The job had been asked to stop; it is now cancelled.
+    Cancelled,
+    /// No such job.
+    Unknown,
+}
 
 /// How a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -149,14 +519,38 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn status(&self) -> Status {
-        match self {
+    /// The values an engine writes to end a job with this outcome.
+    fn ending(&self) -> Ending {
+        let status = match self {
             Outcome::Succeeded { .. } => Status::Succeeded,
             Outcome::Failed(_) => Status::Failed,
             Outcome::Dead(_) => Status::Dead,
             Outcome::Cancelled => Status::Cancelled,
+        };
+        let (result, page_id, error) = match self {
+            Outcome::Succeeded { result, page_id } => {
+                (Some(result.to_string()), page_id.clone(), None)
+            }
+            Outcome::Failed(error) | Outcome::Dead(error) => (None, None, Some(error)),
+            Outcome::Cancelled => (None, None, None),
+        };
+        Ending {
+            status: status.as_str(),
+            result,
+            page_id,
+            error: error.map(rows::to_json),
+            error_code: error.map(|error| error.code.as_str()),
         }
     }
+}
+
+/// The column values that end a job (a cancel request, checked in SQL, wins over them).
+struct Ending {
+    status: &'static str,
+    result: Option<String>,
+    page_id: Option<String>,
+    error: Option<String>,
+    error_code: Option<&'static str>,
 }
 
 /// What a page write needs: the description, the text, the raw body and the cache key.
@@ -291,6 +685,9 @@ pub enum Error {
     /// Migrations failed.
     #[error("store migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The store URL names no engine trawl has.
+    #[error("store: unsupported database url scheme {0:?} (expected sqlite:// or postgres://)")]
+    UnsupportedUrl(String),
     /// A stored value could not be read back.
     #[error("store: corrupt {what}: {detail}")]
     Corrupt {

@@ -13,6 +13,7 @@ fn trawl(data_dir: &Path) -> tokio::process::Command {
         .arg("--data-dir")
         .arg(data_dir)
         .env_remove("TRAWL_CONFIG")
+        .env_remove("DATABASE_URL")
         .env("TRAWL_LOG", "error")
         .kill_on_drop(true);
     command

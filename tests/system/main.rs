@@ -6,6 +6,7 @@ mod api;
 mod archive;
 mod cli;
 mod crawl;
+mod engines;
 mod pipeline;
 mod store;
 

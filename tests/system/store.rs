@@ -1,7 +1,19 @@
-//! The store on its own: all-or-nothing batches, first end wins, status counts.
+//! The store on its own, on both engines (SQLite and PostgreSQL, see `engines`):
+//! all-or-nothing batches, first end wins, group commit, status counts, crawls, archiving.
 
-use trawl::store::{NewJob, Outcome, Status, Store};
+use trawl::store::{NewJob, Outcome, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
+
+use crate::engines::{TestDb, on_both_engines};
+
+on_both_engines!(
+    a_bad_batch_changes_nothing,
+    the_first_end_of_a_job_wins,
+    pages_finished_together_are_committed_in_groups_without_mixing_jobs,
+    two_stores_on_one_database_end_each_job_once_in_done_seq_order,
+    crawls_keep_their_seen_set_counters_and_budget,
+    pages_wait_for_the_archive_and_export_in_order,
+);
 
 fn new_job(id: &str, batch: &str) -> NewJob {
     let job = Job::Fetch(FetchJob::new("https://example.com/"));
@@ -11,12 +23,8 @@ fn new_job(id: &str, batch: &str) -> NewJob {
     }
 }
 
-#[tokio::test]
-async fn a_bad_batch_changes_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("s.sqlite"))
-        .await
-        .expect("opens");
+async fn a_bad_batch_changes_nothing(db: TestDb) {
+    let store = db.open().await;
     let id = ulid::Ulid::generate().to_string();
     let other = ulid::Ulid::generate().to_string();
     // The same id twice: the whole batch is refused, the first row included.
@@ -34,12 +42,8 @@ async fn a_bad_batch_changes_nothing() {
     );
 }
 
-#[tokio::test]
-async fn the_first_end_of_a_job_wins() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("s.sqlite"))
-        .await
-        .expect("opens");
+async fn the_first_end_of_a_job_wins(db: TestDb) {
+    let store = db.open().await;
     let id = ulid::Ulid::generate().to_string();
     store
         .create_jobs(&[new_job(&id, "b")])
@@ -83,12 +87,8 @@ fn page_info(url: &str) -> trawl_workers::fetch::PageInfo {
 /// Pages finished at once are committed in groups: every job ends once with its own result
 /// and page, a second delivery of a job gets `None` and stores nothing, a cancel request wins,
 /// and `done_seq` stays unique and increasing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = Store::open(&dir.path().join("s.sqlite"))
-        .await
-        .expect("opens");
+async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs(db: TestDb) {
+    let store = db.open().await;
     let ids: Vec<String> = (0..300)
         .map(|_| ulid::Ulid::generate().to_string())
         .collect();
@@ -169,4 +169,464 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs() {
     seqs.sort_unstable();
     seqs.dedup();
     assert_eq!(seqs.len(), ids.len(), "done_seq is unique");
+}
+
+/// Two stores on one database, as two worker processes: each job ends once whichever store
+/// ends it, and a reader paging by `done_seq` while jobs end sees every job exactly once (on
+/// PostgreSQL, numbers grow in commit order, so none is skipped behind the cursor).
+async fn two_stores_on_one_database_end_each_job_once_in_done_seq_order(db: TestDb) {
+    let first = db.open().await;
+    let second = db.open().await;
+    let ids: Vec<String> = (0..200)
+        .map(|_| ulid::Ulid::generate().to_string())
+        .collect();
+    let jobs: Vec<NewJob> = ids.iter().map(|id| new_job(id, "two")).collect();
+    first.create_jobs(&jobs).await.expect("creates");
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let store = second.clone();
+        let finished = finished.clone();
+        tokio::spawn(async move {
+            let mut seen = std::collections::HashSet::new();
+            let mut last_seq = 0;
+            loop {
+                // Read the flag before the page: after the last end is visible, one more page.
+                let done = finished.load(std::sync::atomic::Ordering::SeqCst);
+                let page = store.ended_since("two", last_seq, 50).await.expect("pages");
+                for ended in &page {
+                    assert!(ended.done_seq > last_seq, "done_seq goes back");
+                    last_seq = ended.done_seq;
+                    assert!(seen.insert(ended.id.clone()), "{} seen twice", ended.id);
+                }
+                if done && page.is_empty() {
+                    return seen;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        })
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for (n, id) in ids.iter().enumerate() {
+        for (name, store) in [("first", first.clone()), ("second", second.clone())] {
+            let id = id.clone();
+            tasks.spawn(async move {
+                store.begin_attempt(&id).await.expect("starts");
+                let outcome = if n % 5 == 0 {
+                    Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 500"))
+                } else {
+                    Outcome::Succeeded {
+                        result: serde_json::json!({ "by": name }),
+                        page_id: None,
+                    }
+                };
+                let ended = store.finish(&id, &outcome).await.expect("ends");
+                (id, ended)
+            });
+        }
+    }
+    let mut ends = std::collections::HashMap::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (id, ended) = joined.expect("task");
+        *ends.entry(id).or_insert(0) += usize::from(ended.is_some());
+    }
+    finished.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        ends.values().all(|count| *count == 1),
+        "every job ends once"
+    );
+    let seen = reader.await.expect("reader");
+    assert_eq!(seen.len(), ids.len(), "the reader saw every job");
+    let counts = first.count_by_status(Some("two")).await.expect("counts");
+    assert_eq!(counts, vec![(Status::Failed, 40), (Status::Succeeded, 160)]);
+    assert_eq!(
+        first.count_errors("two").await.expect("counts"),
+        vec![("http_status".to_owned(), 40)]
+    );
+}
+
+async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
+    let store = db.open().await;
+    let crawl_id = ulid::Ulid::generate().to_string();
+    let spec = trawl_workers::job::CrawlSpec::new(vec!["https://example.com/".to_owned()]);
+    store
+        .create_crawl(&crawl_id, &serde_json::to_value(&spec).expect("json"))
+        .await
+        .expect("creates");
+    let keys = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .map(|name| format!("https://example.com/{name}"))
+            .collect()
+    };
+    assert_eq!(
+        store
+            .add_crawl_urls(&crawl_id, &keys(&["b", "a", "b", "c"]))
+            .await
+            .expect("adds"),
+        keys(&["b", "a", "c"]),
+        "new keys, once each, in the order given"
+    );
+    assert_eq!(
+        store
+            .add_crawl_urls(&crawl_id, &keys(&["c", "d"]))
+            .await
+            .expect("adds"),
+        keys(&["d"])
+    );
+    let delta = trawl::store::CrawlCounters {
+        discovered: 4,
+        skipped_robots: 1,
+        ..Default::default()
+    };
+    store.count_crawl(&crawl_id, &delta).await.expect("counts");
+    assert_eq!(
+        store
+            .reserve_crawl_pages(&crawl_id, 3, 2)
+            .await
+            .expect("reserves"),
+        2
+    );
+    assert_eq!(
+        store
+            .reserve_crawl_pages(&crawl_id, 3, 2)
+            .await
+            .expect("reserves"),
+        1
+    );
+    assert_eq!(
+        store
+            .reserve_crawl_pages(&crawl_id, 3, 2)
+            .await
+            .expect("reserves"),
+        0
+    );
+    let record = store
+        .crawl(&crawl_id)
+        .await
+        .expect("reads")
+        .expect("exists");
+    assert_eq!(record.spec, spec);
+    assert_eq!(record.status, trawl::store::CrawlStatus::Running);
+    assert_eq!(record.counters.discovered, 4);
+    assert_eq!(record.counters.skipped_robots, 1);
+    assert_eq!(record.counters.queued, 3);
+
+    let job_id = ulid::Ulid::generate().to_string();
+    let job = NewJob {
+        crawl_id: Some(crawl_id.clone()),
+        ..new_job(&job_id, "crawl")
+    };
+    store.create_jobs(&[job]).await.expect("creates");
+    assert!(
+        !store
+            .complete_crawl_if_done(&crawl_id)
+            .await
+            .expect("checks")
+    );
+    assert!(store.cancel_crawl(&crawl_id).await.expect("cancels"));
+    assert!(!store.cancel_crawl(&crawl_id).await.expect("cancels once"));
+    assert_eq!(
+        store.begin_attempt(&job_id).await.expect("starts"),
+        trawl::store::Attempt::Cancelled,
+        "a queued job of a cancelled crawl ends cancelled"
+    );
+    let record = store
+        .crawl(&crawl_id)
+        .await
+        .expect("reads")
+        .expect("exists");
+    assert_eq!(record.status, trawl::store::CrawlStatus::Cancelled);
+    assert!(record.finished_at.is_some());
+    assert_eq!(
+        store
+            .reserve_crawl_pages(&crawl_id, 10, 2)
+            .await
+            .expect("reserves"),
+        0
+    );
+    assert!(store.crawl("nope").await.expect("reads").is_none());
+}
+
+async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
+    let store = db.open().await;
+    let batch = trawl::store::NewBatch {
+        id: ulid::Ulid::generate().to_string(),
+        webhook: Some("https://hooks.example/".to_owned()),
+        total: 4,
+    };
+    let ids: Vec<String> = (0..4).map(|_| ulid::Ulid::generate().to_string()).collect();
+    let jobs: Vec<NewJob> = ids.iter().map(|id| new_job(id, &batch.id)).collect();
+    store.submit(Some(&batch), &jobs).await.expect("submits");
+    let mut hashes = Vec::new();
+    for (n, id) in ids.iter().take(3).enumerate() {
+        assert_eq!(
+            store.begin_attempt(id).await.expect("starts"),
+            trawl::store::Attempt::Run { number: 1, max: 3 }
+        );
+        let url = format!("https://example.com/{}", ["a", "b", "c"][n]);
+        let info = page_info(&url);
+        let text = format!("# page {n}\n\nline two\n");
+        let page = trawl::store::NewPage {
+            url: &url,
+            final_url: &url,
+            options_hash: "o",
+            info: &info,
+            text: &text,
+            raw: b"<html>same raw body</html>",
+            headers: &[("content-type".to_owned(), "text/html".to_owned())],
+            ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+            archive: n != 1,
+        };
+        let (hash, ended) = store
+            .finish_with_page(id, page, |hash| {
+                serde_json::json!({ "hash": hash }).to_string()
+            })
+            .await
+            .expect("stores");
+        assert_eq!(ended, Some(Status::Succeeded));
+        hashes.push(hash);
+    }
+    assert!(
+        store
+            .claim_batch_completion(&batch.id)
+            .await
+            .expect("claims")
+            .is_none()
+    );
+
+    assert_eq!(store.archive_pending().await.expect("counts"), 2);
+    let first = store.archive_backlog(0, 1).await.expect("backlog");
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].0.id, ids[0]);
+    assert_eq!(
+        first[0].0.headers,
+        vec![("content-type".to_owned(), "text/html".to_owned())]
+    );
+    assert_eq!(first[0].0.ip.as_deref(), Some("127.0.0.1"));
+    let rest = store
+        .archive_backlog(first[0].1, 10)
+        .await
+        .expect("backlog");
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].0.id, ids[2]);
+    assert!(rest[0].1 > first[0].1);
+
+    let warc = trawl::store::WarcRef {
+        page_id: ids[0].clone(),
+        record_id: "<urn:uuid:0>".to_owned(),
+        file: "a.warc.gz".to_owned(),
+        offset: 7,
+    };
+    store.record_warc(&[warc]).await.expect("records");
+    store
+        .mark_archived(&[ids[0].clone()], "archived")
+        .await
+        .expect("marks");
+    assert_eq!(store.archive_pending().await.expect("counts"), 1);
+    store.request_archive_page(&ids[0]).await.expect("asks");
+    assert_eq!(
+        store.archive_pending().await.expect("counts"),
+        1,
+        "archived stays archived"
+    );
+    let raw_hash = first[0].0.raw_hash.clone();
+    let original = store
+        .warc_original("https://example.com/a", &raw_hash, i64::MAX)
+        .await
+        .expect("reads")
+        .expect("written");
+    assert_eq!(original.0, "<urn:uuid:0>");
+    assert!(
+        store
+            .warc_original("https://example.com/b", &raw_hash, i64::MAX)
+            .await
+            .expect("reads")
+            .is_none()
+    );
+    let missing = store
+        .request_archive(&[
+            "https://example.com/a".to_owned(),
+            "https://nope.example/".to_owned(),
+        ])
+        .await
+        .expect("asks");
+    assert_eq!(missing, vec!["https://nope.example/".to_owned()]);
+    assert_eq!(
+        store.archive_pending().await.expect("counts"),
+        1,
+        "nothing changed"
+    );
+    assert!(
+        store
+            .request_archive(&["https://example.com/a".to_owned()])
+            .await
+            .expect("asks")
+            .is_empty()
+    );
+    assert_eq!(store.archive_pending().await.expect("counts"), 2);
+
+    let all = store
+        .export_pages(Some("https://example.com/"), Some(&batch.id), None, 0, 10)
+        .await
+        .expect("exports");
+    let exported: Vec<&str> = all.iter().map(|(page, _)| page.id.as_str()).collect();
+    assert_eq!(
+        exported,
+        vec![ids[0].as_str(), ids[1].as_str(), ids[2].as_str()]
+    );
+    let after = store
+        .export_pages(None, None, None, all[0].1, 1)
+        .await
+        .expect("exports");
+    assert_eq!(after[0].0.id, ids[1]);
+    let prefixed = store
+        .export_pages(Some("https://example.com/c"), None, None, 0, 10)
+        .await
+        .expect("exports");
+    assert_eq!(prefixed.len(), 1);
+    assert!(
+        store
+            .export_pages(None, None, Some("no-crawl"), 0, 10)
+            .await
+            .expect("exports")
+            .is_empty()
+    );
+
+    let cached = store
+        .cached_page("https://example.com/b", "o", 0)
+        .await
+        .expect("reads")
+        .expect("cached");
+    assert_eq!(cached.id, ids[1]);
+    assert_eq!(cached.lines, 3);
+    assert!(
+        store
+            .cached_page("https://example.com/b", "other", 0)
+            .await
+            .expect("reads")
+            .is_none()
+    );
+    let latest = store
+        .latest_page("https://example.com/c")
+        .await
+        .expect("reads")
+        .expect("page");
+    assert_eq!(latest.content_hash, hashes[2]);
+    // A store with a cold text cache reads the text back from its blob.
+    let cold = db.open().await;
+    assert_eq!(
+        cold.page_text(&latest).await.expect("text"),
+        "# page 2\n\nline two\n"
+    );
+    assert_eq!(
+        cold.blob(&raw_hash).await.expect("blob").expect("stored"),
+        b"<html>same raw body</html>"
+    );
+
+    let failed = Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 404"));
+    store.begin_attempt(&ids[3]).await.expect("starts");
+    store
+        .record_retry(&ids[3], &JobError::new(ErrorCode::Timeout, "timed out"))
+        .await
+        .expect("records");
+    assert_eq!(
+        store
+            .job(&ids[3])
+            .await
+            .expect("reads")
+            .expect("job")
+            .error
+            .expect("error")
+            .code,
+        ErrorCode::Timeout
+    );
+    store.finish(&ids[3], &failed).await.expect("ends");
+    let summary = store
+        .claim_batch_completion(&batch.id)
+        .await
+        .expect("claims")
+        .expect("the batch is complete");
+    assert_eq!(summary.webhook.as_deref(), Some("https://hooks.example/"));
+    assert_eq!(
+        summary.counts,
+        vec![(Status::Failed, 1), (Status::Succeeded, 3)]
+    );
+    assert!(
+        store
+            .claim_batch_completion(&batch.id)
+            .await
+            .expect("claims")
+            .is_none(),
+        "once"
+    );
+    let ended = store.ended_since(&batch.id, 0, 10).await.expect("reads");
+    assert_eq!(ended.len(), 4);
+    assert!(
+        ended
+            .windows(2)
+            .all(|pair| pair[0].done_seq < pair[1].done_seq)
+    );
+    assert_eq!(
+        ended[3].error.as_ref().expect("error").code,
+        ErrorCode::HttpStatus
+    );
+    store.ping().await.expect("answers");
+    store.close().await;
+}
+
+/// `DATABASE_URL` (the name other tools use) selects the PostgreSQL store for the commands,
+/// and `trawl config` shows it redacted (it may hold a password).
+#[tokio::test]
+async fn database_url_selects_the_postgres_store() {
+    let db = TestDb::postgres().await;
+    let store = db.open().await;
+    let id = ulid::Ulid::generate().to_string();
+    store
+        .create_jobs(&[new_job(&id, "cli")])
+        .await
+        .expect("creates");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trawl = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
+        command
+            .current_dir(dir.path())
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env("DATABASE_URL", &db.url)
+            .env_remove("TRAWL_DATABASE_URL")
+            .env_remove("TRAWL_CONFIG")
+            .env("TRAWL_LOG", "error")
+            .kill_on_drop(true);
+        command
+    };
+    let status = trawl(&["status", &id]).output().await.expect("runs");
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert!(stdout.contains(&id), "{stdout}");
+    assert!(
+        !dir.path().join("trawl.sqlite").exists(),
+        "no SQLite store was opened"
+    );
+    let config = trawl(&["config"]).output().await.expect("runs");
+    let printed = String::from_utf8_lossy(&config.stdout);
+    assert!(
+        printed.contains("database_url = \"[redacted]\""),
+        "{printed}"
+    );
+    assert!(!printed.contains(&db.url), "{printed}");
+}
+
+#[tokio::test]
+async fn an_unknown_store_url_is_refused_without_echoing_it() {
+    let error = trawl::store::Store::connect("mysql://user:secret@db/trawl")
+        .await
+        .expect_err("refused");
+    let message = error.to_string();
+    assert!(message.contains("\"mysql\""), "{message}");
+    assert!(!message.contains("secret"), "{message}");
 }

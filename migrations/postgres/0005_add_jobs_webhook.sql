@@ -1,0 +1,2 @@
+-- Where a job's events are POSTed (signed), if anywhere.
+ALTER TABLE jobs ADD COLUMN webhook TEXT;

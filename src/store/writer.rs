@@ -1,0 +1,289 @@
+//! The store's two batching writers, the same for every engine: the group commit of finished
+//! pages and the attempt counter. Each is a task that takes every request waiting when it is
+//! free and hands the batch to the engine, which writes it with multi-row statements in one
+//! transaction ([`Batches`]).
+//!
+//! Not here: the statements (each engine's file).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::str::FromStr;
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::blob::{Blob, Texts};
+use super::rows::{self, to_json};
+use super::{Error, NewPage, Status};
+
+/// Pages written in one transaction at most (16 bound values per page row), and attempts
+/// started by one statement at most.
+const GROUP_COMMIT_PAGES: usize = 64;
+
+/// What an engine writes in batches.
+pub(super) trait Batches: Clone + Send + Sync + 'static {
+    /// Ends the jobs of `pages` as succeeded (first end wins; a cancel request wins over the
+    /// result) and stores the pages of the jobs this call ended as succeeded, blobs first, in
+    /// one transaction. Returns, per page, the status its job ended with, or `None` when it
+    /// had already ended.
+    fn commit_group(
+        &self,
+        pages: &[PendingPage],
+    ) -> impl Future<Output = Result<Vec<Option<Status>>, Error>> + Send;
+
+    /// Starts an attempt of each job that may run (queued or running, no cancel requested):
+    /// counts it and marks the job running. Returns (attempt number, attempts allowed) by id
+    /// of the jobs started.
+    fn start_group(
+        &self,
+        ids: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, (u32, u32)>, Error>> + Send;
+}
+
+/// A fetched page waiting for the group commit, with the channel its outcome goes back on.
+pub(super) struct PendingPage {
+    pub(super) job_id: String,
+    pub(super) url: String,
+    pub(super) final_url: String,
+    pub(super) options_hash: String,
+    pub(super) status: i64,
+    pub(super) content_type: String,
+    pub(super) title: Option<String>,
+    pub(super) fetched_at: String,
+    pub(super) fetched_at_ms: i64,
+    pub(super) lines: i64,
+    pub(super) info: String,
+    pub(super) headers: String,
+    pub(super) ip: Option<String>,
+    pub(super) archive: bool,
+    pub(super) result: String,
+    pub(super) text_blob: Blob,
+    pub(super) raw_blob: Blob,
+    reply: oneshot::Sender<Result<Option<Status>, Error>>,
+}
+
+impl PendingPage {
+    /// The distinct blobs of `pages`, in sha256 order (a fixed order, so that two
+    /// transactions inserting the same blobs cannot wait on each other in a cycle).
+    pub(super) fn distinct_blobs<'a>(pages: &[&'a PendingPage]) -> Vec<&'a Blob> {
+        let mut blobs: Vec<&Blob> = pages
+            .iter()
+            .flat_map(|page| [&page.text_blob, &page.raw_blob])
+            .collect();
+        blobs.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+        blobs.dedup_by(|a, b| a.sha256 == b.sha256);
+        blobs
+    }
+
+    /// The `archive_state` a new page starts with.
+    pub(super) fn archive_state(&self) -> Option<&'static str> {
+        self.archive.then_some("pending")
+    }
+}
+
+/// A job id whose attempt starts, with the channel its (number, max) goes back on: `None`
+/// when the job could not start (ended, cancel requested, unknown).
+type StartingAttempt = (String, oneshot::Sender<Result<Option<(u32, u32)>, Error>>);
+
+/// The handles of an engine's writer tasks; the tasks end when every handle is dropped.
+#[derive(Debug, Clone)]
+pub(super) struct Writer {
+    /// Pages on their way to the group commit.
+    committer: mpsc::Sender<PendingPage>,
+    /// Attempts on their way to the attempt counter.
+    starter: mpsc::Sender<StartingAttempt>,
+}
+
+impl Writer {
+    /// Spawns the writer tasks of `engine`.
+    pub(super) fn spawn<E: Batches>(engine: E) -> Writer {
+        let (committer, pending) = mpsc::channel(GROUP_COMMIT_PAGES * 4);
+        tokio::spawn(commit_pages(engine.clone(), pending));
+        let (starter, starting) = mpsc::channel(GROUP_COMMIT_PAGES * 4);
+        tokio::spawn(start_attempts(engine, starting));
+        Writer { committer, starter }
+    }
+
+    /// Starts an attempt of job `id` with others starting at the same time: its (number,
+    /// max), or `None` when it may not start.
+    pub(super) async fn start_attempt(&self, id: &str) -> Result<Option<(u32, u32)>, Error> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || Error::Corrupt {
+            what: "job",
+            detail: "the store's attempt writer stopped".to_owned(),
+        };
+        self.starter
+            .send((id.to_owned(), reply))
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+
+    /// Compresses a page's blobs and has it committed with others finishing at the same
+    /// time; keeps its text in `texts` when it was stored. Returns the content hash and the
+    /// status this call ended the job with.
+    pub(super) async fn finish_with_page(
+        &self,
+        texts: &Texts,
+        job_id: &str,
+        page: NewPage<'_>,
+        result_for: impl FnOnce(&str) -> String,
+    ) -> Result<(String, Option<Status>), Error> {
+        let text = page.text.as_bytes().to_vec();
+        let raw = page.raw.to_vec();
+        // Level 1, the fastest: level 3 cost twice the CPU for a few percent smaller blobs.
+        let (text_blob, raw_blob) =
+            tokio::task::spawn_blocking(move || (Blob::pack(&text, 1), Blob::pack(&raw, 1)))
+                .await
+                .map_err(|error| Error::Corrupt {
+                    what: "blob",
+                    detail: format!("compression task failed: {error}"),
+                })?;
+        let content_hash = text_blob.sha256.clone();
+        let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
+            .map(|timestamp| timestamp.as_millisecond())
+            .unwrap_or_else(|_| jiff::Timestamp::now().as_millisecond());
+        let (reply, answer) = oneshot::channel();
+        let pending = PendingPage {
+            job_id: job_id.to_owned(),
+            url: page.url.to_owned(),
+            final_url: page.final_url.to_owned(),
+            options_hash: page.options_hash.to_owned(),
+            status: i64::from(page.info.status),
+            content_type: page.info.content_type.clone(),
+            title: page.info.title.clone(),
+            fetched_at: page.info.fetched_at.clone(),
+            fetched_at_ms,
+            lines: page.text.lines().count() as i64,
+            info: to_json(page.info),
+            headers: to_json(&page.headers),
+            ip: page.ip.map(|ip| ip.to_string()),
+            archive: page.archive,
+            result: result_for(&content_hash),
+            text_blob,
+            raw_blob,
+            reply,
+        };
+        let gone = || Error::Corrupt {
+            what: "page",
+            detail: "the store's writer stopped".to_owned(),
+        };
+        self.committer.send(pending).await.map_err(|_| gone())?;
+        let ended = answer.await.map_err(|_| gone())??;
+        if ended.is_some() {
+            texts.remember(&content_hash, page.text);
+        }
+        Ok((content_hash, ended))
+    }
+}
+
+/// The page writer: takes every page waiting (up to [`GROUP_COMMIT_PAGES`]) and commits them
+/// together. Ends when every [`Writer`] handle is dropped.
+async fn commit_pages<E: Batches>(engine: E, mut pending: mpsc::Receiver<PendingPage>) {
+    let mut next: Vec<PendingPage> = Vec::new();
+    loop {
+        if next.is_empty() {
+            match pending.recv().await {
+                Some(page) => next.push(page),
+                None => return,
+            }
+        }
+        while next.len() < GROUP_COMMIT_PAGES {
+            match pending.try_recv() {
+                Ok(page) => next.push(page),
+                Err(_) => break,
+            }
+        }
+        // Two deliveries of one job in one group would match one row twice: the later one
+        // waits for the next group (where it finds the job ended).
+        let mut batch = Vec::with_capacity(next.len());
+        let mut later = Vec::new();
+        for page in next.drain(..) {
+            if batch
+                .iter()
+                .any(|queued: &PendingPage| queued.job_id == page.job_id)
+            {
+                later.push(page);
+            } else {
+                batch.push(page);
+            }
+        }
+        next = later;
+        match engine.commit_group(&batch).await {
+            Ok(ended) => {
+                for (page, ended) in batch.into_iter().zip(ended) {
+                    let _ = page.reply.send(Ok(ended));
+                }
+            }
+            // One bad page must not fail its neighbours: on an error, each page is tried
+            // alone and gets its own answer.
+            Err(error) if batch.len() > 1 => {
+                tracing::debug!(error = %error, pages = batch.len(), "group commit failed, committing pages one by one");
+                for page in batch {
+                    let ended = engine
+                        .commit_group(std::slice::from_ref(&page))
+                        .await
+                        .map(|mut ended| ended.pop().flatten());
+                    let _ = page.reply.send(ended);
+                }
+            }
+            Err(error) => {
+                for page in batch {
+                    let _ = page.reply.send(Err(Error::Corrupt {
+                        what: "page",
+                        detail: error.to_string(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// The attempt counter: takes every attempt waiting (up to [`GROUP_COMMIT_PAGES`]) and
+/// starts them with one statement. Ends when every [`Writer`] handle is dropped.
+async fn start_attempts<E: Batches>(engine: E, mut starting: mpsc::Receiver<StartingAttempt>) {
+    while let Some(first) = starting.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < GROUP_COMMIT_PAGES {
+            match starting.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let ids: Vec<&str> = batch.iter().map(|(id, _)| id.as_str()).collect();
+        match engine.start_group(&ids).await {
+            // An id delivered twice in one batch was counted once: both deliveries run (as
+            // two deliveries of one job always may), and the first end wins.
+            Ok(started) => {
+                for (id, reply) in batch {
+                    let _ = reply.send(Ok(started.get(&id).copied()));
+                }
+            }
+            Err(error) => {
+                let detail = error.to_string();
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(Error::Corrupt {
+                        what: "job attempt",
+                        detail: detail.clone(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Per page of a group, the status its job ended with, from the rows (`id, status`) of the
+/// jobs the group ended.
+pub(super) fn ended_per_page(
+    pages: &[PendingPage],
+    found: &[impl rows::Columns],
+) -> Result<Vec<Option<Status>>, Error> {
+    let mut ended: Vec<Option<Status>> = vec![None; pages.len()];
+    for row in found {
+        let id = row.text("id")?;
+        let status = rows::status(row.text("status")?)?;
+        if let Some(index) = pages.iter().position(|page| page.job_id == id) {
+            ended[index] = Some(status);
+        }
+    }
+    Ok(ended)
+}
