@@ -303,7 +303,22 @@ async fn run_fetch(
     };
     let max_chars = context.fetch.config.max_chars_for(job);
     let ttl = context.fetch.config.cache_ttl_for(job);
+    // A crawl's page follows its links (from the cache too), waits for its host's turn
+    // (politeness) when fetched, and its plan says what to follow.
+    let crawl = match &envelope.crawl {
+        Some(crawl) => context
+            .crawls
+            .plan(&context.store, &crawl.id)
+            .await?
+            .map(|plan| (plan, crawl.depth)),
+        None => None,
+    };
     if let Some(hit) = fresh_page(context, job, &url, &options_hash).await? {
+        if let Some((plan, depth)) = &crawl
+            && let Some(duplicate) = follow_links(context, plan, *depth, &hit.page.info).await?
+        {
+            return Ok(Err(duplicate));
+        }
         let result = cached_result(job, &hit, max_chars);
         let outcome = Outcome::Succeeded {
             result: serde_json::to_value(&result).expect("results serialise"),
@@ -315,15 +330,6 @@ async fn run_fetch(
         }
         return Ok(Ok(context.store.finish(job_id, &outcome).await?));
     }
-    // A crawl's page waits for its host's turn (politeness), and its plan says what to follow.
-    let crawl = match &envelope.crawl {
-        Some(crawl) => context
-            .crawls
-            .plan(&context.store, &crawl.id)
-            .await?
-            .map(|plan| (plan, crawl.depth)),
-        None => None,
-    };
     let permit = match &crawl {
         Some((plan, _)) => Some(
             context
@@ -340,7 +346,7 @@ async fn run_fetch(
         Err(error) => return Ok(Err(error.to_job_error())),
     };
     if let Some((plan, depth)) = &crawl
-        && let Some(duplicate) = follow_links(context, plan, *depth, &fetched).await?
+        && let Some(duplicate) = follow_links(context, plan, *depth, &fetched.info).await?
     {
         return Ok(Err(duplicate));
     }
@@ -388,21 +394,21 @@ async fn run_fetch(
     Ok(Ok(ended))
 }
 
-/// A crawl's page was fetched: records its final and canonical URLs as seen (a page whose
-/// canonical URL the crawl already has is a duplicate: returned as the job's error, and not
-/// stored), then queues its links (one level deeper) before the page's job ends.
+/// A crawl's page was fetched (or found fresh in the cache): records its final and canonical
+/// URLs as seen (a page whose canonical URL the crawl already has is a duplicate: returned as
+/// the job's error, and not stored), then queues its links (one level deeper) before the
+/// page's job ends.
 async fn follow_links(
     context: &Context,
     plan: &crate::crawl::Plan,
     depth: u32,
-    fetched: &fetch::Fetched,
+    info: &fetch::PageInfo,
 ) -> Result<Option<JobError>, store::Error> {
     let Some(queue) = &context.queue else {
         return Ok(None);
     };
-    let final_url = url::Url::parse(&fetched.info.final_url).ok();
-    let canonical = fetched
-        .info
+    let final_url = url::Url::parse(&info.final_url).ok();
+    let canonical = info
         .meta
         .canonical
         .as_deref()
@@ -441,8 +447,7 @@ async fn follow_links(
             .add_crawl_urls(&plan.id, &[key(final_url)])
             .await?;
     }
-    let links: Vec<(url::Url, u32)> = fetched
-        .info
+    let links: Vec<(url::Url, u32)> = info
         .links
         .iter()
         .filter_map(|link| url::Url::parse(link).ok())

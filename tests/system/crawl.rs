@@ -337,3 +337,27 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no-slash"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_crawl_follows_links_from_cached_pages() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    let spec = CrawlSpec {
+        max_pages: 6,
+        max_depth: 4,
+        robots: false,
+        ..CrawlSpec::new(vec![server.url("/site/7")])
+    };
+    let first = crawler.crawl(spec.clone()).await;
+    assert_eq!(first.counters.fetched, 6, "{first:?}");
+    let fetches = server.hits("/site/");
+    let second = crawler.crawl(spec).await;
+    assert_eq!(second.status, CrawlStatus::Completed);
+    assert_eq!(
+        second.counters.fetched, 6,
+        "links of cached pages are followed: {second:?}"
+    );
+    assert_eq!(server.hits("/site/"), fetches, "served from the cache");
+    crawler.stop().await;
+}
