@@ -186,12 +186,21 @@ impl Crawls {
 }
 
 /// Starts a crawl: records it, reads sitemaps when asked, and queues its first pages.
-/// Returns the crawl id.
+/// Returns the crawl id once its first pages are queued.
 pub async fn start(
     context: &Context,
     queue: &Queue,
     spec: CrawlSpec,
 ) -> Result<String, StartError> {
+    let plan = create(context, spec).await?;
+    seed(context, queue, &plan).await?;
+    Ok(plan.id.clone())
+}
+
+/// Checks a crawl and records it as running, without queueing anything yet (see [`seed`]).
+/// The API answers after this and seeds in the background: reading robots.txt and sitemaps
+/// of remote sites may take a while.
+pub async fn create(context: &Context, spec: CrawlSpec) -> Result<Arc<Plan>, StartError> {
     spec.validate().map_err(StartError::Invalid)?;
     let mut seeds = Vec::with_capacity(spec.seeds.len());
     for seed in &spec.seeds {
@@ -201,23 +210,31 @@ pub async fn start(
     }
     let id = ulid::Ulid::generate().to_string();
     let spec_json = serde_json::to_value(&spec).expect("crawl specs serialise");
-    let plan = Arc::new(Plan::new(&id, spec, seeds.clone()).map_err(StartError::Invalid)?);
+    let plan = Arc::new(Plan::new(&id, spec, seeds).map_err(StartError::Invalid)?);
     context.store.create_crawl(&id, &spec_json).await?;
     if let Ok(mut plans) = context.crawls.plans.lock() {
         plans.put(id.clone(), plan.clone());
     }
-    let mut first: Vec<(Url, u32)> = seeds.iter().map(|seed| (seed.clone(), 0)).collect();
+    Ok(plan)
+}
+
+/// Queues a created crawl's first pages: its seeds and, when asked, its sitemaps' pages. A
+/// crawl with nothing to queue (all disallowed, say) completes here.
+pub async fn seed(context: &Context, queue: &Queue, plan: &Plan) -> Result<(), StartError> {
+    let mut first: Vec<(Url, u32)> = plan.seeds.iter().map(|seed| (seed.clone(), 0)).collect();
     if plan.spec.sitemap {
         first.extend(
-            sitemap_urls(context, &plan)
+            sitemap_urls(context, plan)
                 .await
                 .into_iter()
                 .map(|url| (url, 0)),
         );
     }
-    follow(context, queue, &plan, first).await?;
-    context.store.complete_crawl_if_done(&id).await?;
-    Ok(id)
+    let followed = follow(context, queue, plan, first).await;
+    // Whatever happened, a crawl with no job left is complete (so a failed seeding does not
+    // leave it running for ever).
+    context.store.complete_crawl_if_done(&plan.id).await?;
+    followed.map(|_| ())
 }
 
 /// The page URLs of the sitemaps of the seeds' sites (robots.txt Sitemap lines, then

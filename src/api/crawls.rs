@@ -22,7 +22,7 @@ use crate::store::{CrawlRecord, CrawlStatus};
 pub struct CrawlStarted {
     /// The crawl id: `GET /v1/crawls/{id}` follows it.
     pub id: String,
-    /// `running`, or `completed` when nothing could be queued.
+    /// `running` (its first pages are being queued).
     pub status: CrawlStatus,
 }
 
@@ -38,7 +38,7 @@ pub(super) async fn start(
     State(state): State<AppState>,
     ApiJson(spec): ApiJson<CrawlSpec>,
 ) -> Result<(StatusCode, Json<CrawlStarted>), ApiError> {
-    let id = crate::crawl::start(&state.context, &state.queue, spec)
+    let plan = crate::crawl::create(&state.context, spec)
         .await
         .map_err(|error| match error {
             StartError::Invalid(message) => {
@@ -46,12 +46,17 @@ pub(super) async fn start(
             }
             other => ApiError::internal(&other),
         })?;
-    let status = state
-        .context
-        .store
-        .crawl(&id)
-        .await?
-        .map_or(CrawlStatus::Running, |record| record.status);
+    // robots.txt and sitemaps of remote sites may take a while: the first pages are queued
+    // in the background, and GET /v1/crawls/{id} shows them arrive.
+    let id = plan.id.clone();
+    let context = state.context.clone();
+    let queue = state.queue.clone();
+    tokio::spawn(async move {
+        if let Err(error) = crate::crawl::seed(&context, &queue, &plan).await {
+            tracing::error!(crawl_id = %plan.id, error = %error, "seeding a crawl failed");
+        }
+    });
+    let status = CrawlStatus::Running;
     Ok((StatusCode::ACCEPTED, Json(CrawlStarted { id, status })))
 }
 
