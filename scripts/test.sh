@@ -12,6 +12,7 @@ missing=()
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}"
@@ -25,6 +26,9 @@ for component in rustfmt clippy; do
 done
 
 step() { printf '\n==> %s\n' "$*"; }
+
+step "compose.yaml (docker-compose config: no engine needed)"
+docker-compose -f compose.yaml config -q
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
