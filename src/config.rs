@@ -28,6 +28,12 @@ pub struct Config {
     /// environment variable sets it too. Shown redacted, since it may hold a password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database_url: Option<Secret>,
+    /// The distributed queue: `redis://…` (or `rediss://…`), shared by every worker process;
+    /// unset, the SQLite queue file in `data_dir`. The `REDIS_URL` environment variable sets
+    /// it too. Redis must run with `maxmemory-policy noeviction` (checked at connect). Shown
+    /// redacted, since it may hold a password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis_url: Option<Secret>,
     /// Prefix of queue names, so several trawls can share one backend.
     pub namespace: String,
     /// Outgoing requests: identity and limits.
@@ -53,6 +59,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from(".trawl"),
             database_url: None,
+            redis_url: None,
             namespace: "trawl".to_owned(),
             http: web::Config::default(),
             ssrf: web::Policy::default(),
@@ -122,8 +129,9 @@ impl Config {
             }
             None => {}
         }
-        // DATABASE_URL, the name other tools use, below TRAWL_DATABASE_URL.
-        figment = figment.merge(Env::raw().only(&["database_url"]));
+        // DATABASE_URL and REDIS_URL, the names other tools use, below TRAWL_DATABASE_URL and
+        // TRAWL_REDIS_URL.
+        figment = figment.merge(Env::raw().only(&["database_url", "redis_url"]));
         // TRAWL_LOG, TRAWL_CONFIG and TRAWL_TOKEN are read by main and the CLI, not the tree.
         figment = figment.merge(
             Env::prefixed("TRAWL_")

@@ -21,7 +21,7 @@ use trawl_workers::web::normalize::normalize_url;
 
 use crate::cache::{CachedPage, PageCache};
 use crate::metrics::Metrics;
-use crate::queue::{Envelope, Queue};
+use crate::queue::{Envelope, Queue, Storage};
 use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status, Store};
 use crate::webhooks::{Event, EventType, Webhooks};
 
@@ -152,45 +152,118 @@ impl Context {
     }
 }
 
-/// Runs the fetch pool on `queue` until `shutdown` completes. Jobs not yet started stay in
-/// the queue; a job interrupted mid-way is delivered again later (at least once) and its
-/// writes are idempotent.
+/// Runs the fetch pool on `queue` (either engine) until `shutdown` completes. Jobs not yet
+/// started stay in the queue; a job interrupted mid-way is delivered again later (at least
+/// once) and its writes are idempotent. A worker that stops on a backend error (Redis
+/// restarted or unreachable, a database error) is started again under a new name after a
+/// pause, so a pool outlives outages; its unacknowledged jobs are recovered by the queue.
 pub async fn run_pool(
     context: Arc<Context>,
     queue: &Queue,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let name = format!(
-        "trawl-{}-{}",
-        std::process::id(),
-        ulid::Ulid::generate().to_string().to_ascii_lowercase()
-    );
     let concurrency = context.config.concurrency;
     let poll = Duration::from_millis(context.config.poll_interval_ms);
-    let worker = WorkerBuilder::new(name)
-        .backend(queue.storage().poll_with_interval(poll))
-        .concurrency(concurrency)
-        .data(context)
-        .build(handle);
-    let pruning_queue = queue.clone();
-    let pruning = tokio::spawn(async move {
+    match queue.storage() {
+        Storage::Sqlite(storage) => {
+            supervise(context, queue, shutdown, move |name, context, stop| {
+                WorkerBuilder::new(name)
+                    .backend(storage.clone().poll_with_interval(poll))
+                    .concurrency(concurrency)
+                    .data(context)
+                    .build(handle)
+                    .run_until(stop)
+            })
+            .await
+        }
+        Storage::Redis(storage) => {
+            supervise(context, queue, shutdown, move |name, context, stop| {
+                WorkerBuilder::new(name)
+                    .backend(storage.clone().poll_with_interval(poll))
+                    .concurrency(concurrency)
+                    .data(context)
+                    .build(handle)
+                    .run_until(stop)
+            })
+            .await
+        }
+    }
+}
+
+/// The part of `run_pool` common to both engines: a side task that prunes ended tasks and
+/// promotes due ones (stack notes, pitfalls 1 and 9), and the worker, started by `start`
+/// under a unique name (a name reused within the orphan timeout is refused by both engines)
+/// and started again when it stops on an error before `shutdown`. Generic over the starter
+/// because apalis' `Worker::run_until` bounds are too long to spell over a backend type.
+async fn supervise<Start, Run>(
+    context: Arc<Context>,
+    queue: &Queue,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    start: Start,
+) -> Result<(), String>
+where
+    Start: Fn(String, Arc<Context>, StopSignal) -> Run,
+    Run: Future<Output = Result<(), WorkerError>>,
+{
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let signal = tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let upkeep_queue = queue.clone();
+    let upkeep = tokio::spawn(async move {
         loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            if let Err(error) = pruning_queue.prune_finished().await {
-                tracing::debug!(error = %error, "pruning ended queue rows failed");
+            if let Err(error) = upkeep_queue.promote_due().await {
+                tracing::debug!(error = %error, "promoting due queue tasks failed");
             }
+            if let Err(error) = upkeep_queue.prune_finished().await {
+                tracing::debug!(error = %error, "pruning ended queue tasks failed");
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
     });
-    let outcome = worker
-        .run_until(async move {
-            shutdown.await;
-            Ok::<(), std::io::Error>(())
-        })
-        .await
-        .map_err(|error| format!("fetch pool stopped: {error}"));
-    pruning.abort();
+    // Tasks already due are made fetchable before the first worker fetches.
+    if let Err(error) = queue.promote_due().await {
+        tracing::warn!(error = %error, "promoting due queue tasks failed");
+    }
+    let mut pause = Duration::from_millis(250);
+    let outcome = loop {
+        let name = format!(
+            "trawl-{}-{}",
+            std::process::id(),
+            ulid::Ulid::generate().to_string().to_ascii_lowercase()
+        );
+        let mut stop = stop_rx.clone();
+        let stop_signal: StopSignal = Box::pin(async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+            Ok(())
+        });
+        let result = start(name.clone(), context.clone(), stop_signal).await;
+        if *stop_rx.borrow() {
+            break result.map_err(|error| format!("fetch pool stopped: {error}"));
+        }
+        match result {
+            Ok(()) => tracing::warn!(worker = %name, "fetch worker stopped; starting another"),
+            Err(error) => tracing::warn!(
+                worker = %name,
+                error = %error,
+                "fetch worker stopped on an error; starting another"
+            ),
+        }
+        let mut stop = stop_rx.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = stop.wait_for(|stopped| *stopped) => break Ok(()),
+        }
+        pause = (pause * 2).min(Duration::from_secs(5));
+    };
+    upkeep.abort();
+    signal.abort();
     outcome
 }
+
+/// Completes when the pool is asked to stop.
+type StopSignal = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Error>> + Send>>;
 
 /// The apalis handler. Each job runs on its own tokio task, so jobs spread over every core
 /// (an apalis worker otherwise polls its jobs inside its own future) and a panic ends that

@@ -16,6 +16,7 @@ mod run;
 mod search;
 mod serve;
 mod status;
+mod work;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +56,15 @@ pub enum Command {
     Enqueue(enqueue::Args),
     /// Serve the HTTP API, with the worker pools unless --no-pools.
     Serve(serve::Args),
+    /// Run worker pools only, no API: many `trawl work` processes on many machines share the
+    /// queue at REDIS_URL and the store at DATABASE_URL (distributed mode).
+    ///
+    /// Meant for the distributed set-up: start any number of `trawl work` processes, on any
+    /// machines, with REDIS_URL (the shared queue) and DATABASE_URL (the shared store) set, next
+    /// to one `trawl serve --no-pools` for the API. Without them it runs on the embedded files in
+    /// the data directory (one machine only). SIGTERM or SIGINT: stop taking jobs, let running
+    /// ones finish (up to api.shutdown_timeout_secs), hand the rest back to the queue.
+    Work(work::Args),
     /// Extract the main content of one local HTML document to stdout (no network).
     Extract(extract::Args),
     /// Print a stored page, or a range of its lines.
@@ -123,7 +133,8 @@ struct Embedded {
 }
 
 impl Embedded {
-    /// Creates the data directory if needed and opens the store and the queue in it.
+    /// Creates the data directory if needed and opens the store and the queue: the ones at
+    /// `database_url` and `redis_url` when set, else the SQLite files in it.
     async fn open(config: &Config) -> anyhow::Result<Embedded> {
         use anyhow::Context as _;
         let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
@@ -132,13 +143,22 @@ impl Embedded {
             format!("creating the data directory {}", config.data_dir.display())
         })?;
         let store = open_store(config).await?;
-        let queue = crate::queue::Queue::open(
-            &config.queue_path(),
-            &config.namespace,
-            config.runner.queue_settings(),
-        )
-        .await
-        .context("opening the queue")?;
+        let queue = match &config.redis_url {
+            Some(url) => crate::queue::Queue::connect_redis(
+                url.expose(),
+                &config.namespace,
+                config.runner.queue_settings(),
+            )
+            .await
+            .context("connecting to the queue at redis_url")?,
+            None => crate::queue::Queue::open(
+                &config.queue_path(),
+                &config.namespace,
+                config.runner.queue_settings(),
+            )
+            .await
+            .context("opening the queue")?,
+        };
         Ok(Embedded {
             store,
             queue,
@@ -174,6 +194,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(load(&cli)?, args).await,
         Command::Crawl(args) => crawl::run(load(&cli)?, args).await,
         Command::Enqueue(args) => enqueue::run(load(&cli)?, args).await,
+        Command::Work(args) => work::run(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,

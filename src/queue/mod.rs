@@ -1,17 +1,18 @@
-//! The queue: delivers job envelopes (id + job) to worker pools, at least once. Today the
-//! embedded engine, apalis-sqlite in its own SQLite file; apalis-redis comes with distributed
-//! mode behind the same methods.
+//! The queue: delivers job envelopes (id + job) to worker pools, at least once. Two engines
+//! behind one `Queue`: apalis-sqlite in its own SQLite file (embedded, the default) and
+//! apalis-redis (distributed: many worker processes on many machines share one Redis).
 //!
 //! Not here: what happened to a job (`store` records that), nor running it (`runner`).
 
+mod redis;
+mod sqlite;
+
 use std::path::Path;
-use std::str::FromStr;
 use std::time::Duration;
 
-use apalis::prelude::TaskSink;
-use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
+use apalis_redis::RedisStorage;
+use apalis_sqlite::SqliteStorage;
 use serde::{Deserialize, Serialize};
-use sqlx::sqlite::SqlitePoolOptions;
 use trawl_workers::job::Job;
 
 /// What travels through the queue: the job id (a ULID, the key of every write), the job, and
@@ -67,16 +68,43 @@ pub enum Error {
     /// The queue database said no.
     #[error("queue: {0}")]
     Database(#[from] sqlx::Error),
+    /// Redis said no (or could not be reached).
+    #[error("queue: redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    /// Redis may evict keys under memory pressure, which would silently drop queued jobs.
+    #[error(
+        "queue: redis runs with maxmemory-policy {policy}, which may evict queued jobs; \
+         set it to noeviction (`CONFIG SET maxmemory-policy noeviction`, or \
+         `maxmemory-policy noeviction` in redis.conf)"
+    )]
+    EvictionPolicy {
+        /// The policy Redis reported.
+        policy: String,
+    },
     /// apalis said no.
     #[error("queue: {0}")]
     Backend(String),
 }
 
-/// The embedded queue.
+/// The queue, on one of its engines.
 #[derive(Debug, Clone)]
 pub struct Queue {
-    storage: SqliteStorage<Envelope>,
-    pool: SqlitePool,
+    engine: Engine,
+}
+
+#[derive(Debug, Clone)]
+enum Engine {
+    Sqlite(sqlite::SqliteQueue),
+    Redis(redis::RedisQueue),
+}
+
+/// The apalis storage a worker takes tasks from, per engine (for the runner).
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// The embedded engine.
+    Sqlite(SqliteStorage<Envelope>),
+    /// The distributed engine.
+    Redis(RedisStorage<Envelope>),
 }
 
 /// How the pools take work from the queue.
@@ -92,63 +120,80 @@ pub struct Settings {
 }
 
 impl Queue {
-    /// Opens (creating if needed) the queue file at `path` for `namespace`.
+    /// Opens (creating if needed) the embedded queue file at `path` for `namespace`.
     pub async fn open(path: &Path, namespace: &str, settings: Settings) -> Result<Queue, Error> {
-        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
-            .create_if_missing(true)
-            .busy_timeout(Duration::from_secs(30));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        SqliteStorage::<()>::setup(&pool)
-            .await
-            .map_err(|error| Error::Backend(error.to_string()))?;
-        let config = apalis_sqlite::Config::default()
-            .queue(fetch_queue_name(namespace))
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = SqliteStorage::<Envelope>::new(&pool).with_config(config);
-        Ok(Queue { storage, pool })
+        let engine = Engine::Sqlite(sqlite::SqliteQueue::open(path, namespace, settings).await?);
+        Ok(Queue { engine })
     }
 
-    /// Pushes envelopes in one transaction.
+    /// Connects to the Redis at `url` for `namespace`. Refuses a Redis whose
+    /// `maxmemory-policy` is not `noeviction` ([`Error::EvictionPolicy`]); when the policy
+    /// cannot be read (CONFIG and INFO disabled, as on some managed Redis), warns and goes on.
+    pub async fn connect_redis(
+        url: &str,
+        namespace: &str,
+        settings: Settings,
+    ) -> Result<Queue, Error> {
+        let engine = Engine::Redis(redis::RedisQueue::connect(url, namespace, settings).await?);
+        Ok(Queue { engine })
+    }
+
+    /// Pushes envelopes in bulk (one transaction on SQLite, one script call per 1,000 on
+    /// Redis).
     pub async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
         if envelopes.is_empty() {
             return Ok(());
         }
-        let mut storage = self.storage.clone();
-        storage
-            .push_bulk(envelopes)
-            .await
-            .map_err(|error| Error::Backend(error.to_string()))
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.push(envelopes).await,
+            Engine::Redis(queue) => queue.push(envelopes).await,
+        }
     }
 
-    /// Deletes the queue's rows of tasks that ended. The store keeps every job's record; apalis
-    /// keeps its own rows forever, and its ack query walks every row the worker ever locked,
+    /// Deletes the queue's data of tasks that ended. The store keeps every job's record; apalis
+    /// keeps its own forever. On SQLite its ack query walks every row the worker ever locked,
     /// so without this a long run slows down quadratically (measured: sqlite JSON functions
-    /// grew from 2 % to 16 % of CPU between a 500- and a 5,000-page run).
+    /// grew from 2 % to 16 % of CPU between a 500- and a 5,000-page run); on Redis the task
+    /// data and metadata would grow without bound (stack notes, pitfall 9).
     pub async fn prune_finished(&self) -> Result<u64, Error> {
-        let deleted = sqlx::query("DELETE FROM Jobs WHERE status IN ('Done', 'Killed')")
-            .execute(&self.pool)
-            .await?;
-        Ok(deleted.rows_affected())
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.prune_finished().await,
+            Engine::Redis(queue) => queue.prune_finished().await,
+        }
     }
 
-    /// Checks that the queue database answers.
+    /// Makes due tasks fetchable. apalis-redis moves *all* due tasks in one Lua `unpack`, which
+    /// fails from about 8,000 on and wedges the queue (stack notes, pitfall 1); this moves
+    /// them 1,000 at a time. Call before starting workers and periodically while they run.
+    /// Nothing to do on SQLite. Returns how many were moved.
+    pub async fn promote_due(&self) -> Result<u64, Error> {
+        match &self.engine {
+            Engine::Sqlite(_) => Ok(0),
+            Engine::Redis(queue) => queue.promote_due().await,
+        }
+    }
+
+    /// Checks that the queue backend answers.
     pub async fn ping(&self) -> Result<(), Error> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.ping().await,
+            Engine::Redis(queue) => queue.ping().await,
+        }
     }
 
     /// Returns the apalis storage, for the runner's workers.
-    pub fn storage(&self) -> SqliteStorage<Envelope> {
-        self.storage.clone()
+    pub fn storage(&self) -> Storage {
+        match &self.engine {
+            Engine::Sqlite(queue) => Storage::Sqlite(queue.storage.clone()),
+            Engine::Redis(queue) => Storage::Redis(queue.storage.clone()),
+        }
     }
 
-    /// Closes the pool.
+    /// Closes the connections (Redis connections close when the last clone is dropped).
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.close().await,
+            Engine::Redis(_) => {}
+        }
     }
 }

@@ -254,6 +254,7 @@ fn trawl(data_dir: &Path) -> std::process::Command {
         .arg(data_dir)
         .env_remove("TRAWL_CONFIG")
         .env_remove("DATABASE_URL")
+        .env_remove("REDIS_URL")
         .env("TRAWL_LOG", "error");
     command
 }

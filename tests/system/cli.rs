@@ -14,6 +14,7 @@ fn trawl(data_dir: &Path) -> tokio::process::Command {
         .arg(data_dir)
         .env_remove("TRAWL_CONFIG")
         .env_remove("DATABASE_URL")
+        .env_remove("REDIS_URL")
         .env("TRAWL_LOG", "error")
         .kill_on_drop(true);
     command

@@ -308,6 +308,7 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
         .arg(&seed)
         .env_remove("TRAWL_CONFIG")
         .env_remove("DATABASE_URL")
+        .env_remove("REDIS_URL")
         .env("TRAWL_LOG", "error")
         .env("TRAWL_POLITENESS__MIN_DELAY_MS", "0")
         .kill_on_drop(true)
@@ -331,6 +332,7 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
         .args(["crawl", "--include", "no-slash", &seed])
         .env_remove("TRAWL_CONFIG")
         .env_remove("DATABASE_URL")
+        .env_remove("REDIS_URL")
         .output()
         .await
         .expect("trawl runs");

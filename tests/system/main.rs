@@ -8,6 +8,7 @@ mod cli;
 mod crawl;
 mod engines;
 mod pipeline;
+mod queue;
 mod store;
 
 use std::path::Path;

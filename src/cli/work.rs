@@ -1,0 +1,227 @@
+//! `trawl work`: worker pools only, no API. Meant for the distributed set-up, where many such
+//! processes share the queue at `redis_url` and the store at `database_url`; on the embedded
+//! files it works too (one machine). SIGTERM or SIGINT stop it gracefully: the pools stop
+//! taking jobs and finish the running ones (up to `api.shutdown_timeout_secs`); jobs fetched
+//! but not started go back to the queue, and what is still running after that is recovered
+//! by the queue once this worker's heartbeat is missed.
+
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::sync::watch;
+
+use super::Embedded;
+use crate::config::Config;
+use crate::runner;
+use crate::webhooks::Webhooks;
+
+/// Arguments of `trawl work`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Pools to run and their sizes: `fetch=N` (jobs at once) and `archive=1` (the archive
+    /// pool into this machine's data directory; at most one per directory). Pools not named do
+    /// not run [default: fetch=runner.concurrency].
+    #[arg(long, value_name = "NAME=SIZE,...")]
+    pub pools: Option<PoolSizes>,
+    /// Allow private, loopback and link-local destinations (cloud metadata stays blocked)
+    /// [config: ssrf.allow_private_network].
+    #[arg(long)]
+    pub allow_private_network: bool,
+}
+
+/// The sizes of the pools `trawl work` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizes {
+    /// Fetch jobs at once (0: no fetch pool).
+    pub fetch: usize,
+    /// Archive pools (0 or 1).
+    pub archive: usize,
+}
+
+impl FromStr for PoolSizes {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<PoolSizes, String> {
+        let mut sizes = PoolSizes {
+            fetch: 0,
+            archive: 0,
+        };
+        for part in text
+            .split(',')
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+        {
+            let (name, size) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?} is not NAME=SIZE (e.g. fetch=64)"))?;
+            let size: usize = size
+                .trim()
+                .parse()
+                .map_err(|_| format!("pool size {size:?} is not a number"))?;
+            match name.trim() {
+                "fetch" => sizes.fetch = size,
+                "archive" if size <= 1 => sizes.archive = size,
+                "archive" => {
+                    return Err(
+                        "archive=1 at most: one archive pool writes a data directory's index"
+                            .to_owned(),
+                    );
+                }
+                other => return Err(format!("unknown pool {other:?} (known: fetch, archive)")),
+            }
+        }
+        if sizes.fetch == 0 && sizes.archive == 0 {
+            return Err("no pool to run: name at least one, e.g. fetch=64".to_owned());
+        }
+        Ok(sizes)
+    }
+}
+
+pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
+    let sizes = args.pools.unwrap_or(PoolSizes {
+        fetch: config.runner.concurrency,
+        archive: 0,
+    });
+    if sizes.fetch > 0 {
+        config.runner.concurrency = sizes.fetch;
+    }
+    if args.allow_private_network {
+        config.ssrf.allow_private_network = true;
+    }
+    config.validate()?;
+    let embedded = Embedded::open(&config).await?;
+    let mut context = embedded.context(&config);
+    let Embedded {
+        store,
+        queue,
+        client,
+    } = embedded;
+    let request_headers = client.request_headers();
+    if config.webhooks.secret.is_some() {
+        context.webhooks =
+            Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
+    }
+    let context = Arc::new(context);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let archiver = if sizes.archive > 0 {
+        let archiver = crate::archive::Archiver::open(
+            store.clone(),
+            &config.data_dir,
+            config.archive.clone(),
+            request_headers,
+        )
+        .context("opening the archive (is another trawl archiving into this data directory?)")?;
+        let mut stop = stop_rx.clone();
+        Some(tokio::spawn(archiver.run(
+            crate::archive::Stop::Now,
+            async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            },
+        )))
+    } else {
+        None
+    };
+    let pool = (sizes.fetch > 0).then(|| {
+        let pool_context = context.clone();
+        let pool_queue = queue.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            runner::run_pool(pool_context, &pool_queue, async move {
+                let _ = stop.wait_for(|stopped| *stopped).await;
+            })
+            .await
+        })
+    });
+    eprintln!(
+        "trawl: working (fetch={}, archive={}; queue: {}, store: {})",
+        sizes.fetch,
+        sizes.archive,
+        if config.redis_url.is_some() {
+            "redis"
+        } else {
+            "embedded"
+        },
+        if config.database_url.is_some() {
+            "database_url"
+        } else {
+            "embedded"
+        },
+    );
+
+    shutdown_signal().await;
+    eprintln!("trawl: shutting down");
+    let _ = stop_tx.send(true);
+    let grace = Duration::from_secs(config.api.shutdown_timeout_secs);
+    if let Some(pool) = pool {
+        match tokio::time::timeout(grace, pool).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(error))) => eprintln!("trawl: fetch pool: {error}"),
+            Ok(Err(error)) => eprintln!("trawl: fetch pool task failed: {error}"),
+            Err(_) => eprintln!(
+                "trawl: running jobs did not finish within {} s; the queue will hand them out again",
+                grace.as_secs()
+            ),
+        }
+    }
+    if let Some(archiver) = archiver {
+        match tokio::time::timeout(grace, archiver).await {
+            Ok(Ok(Ok(_))) => {}
+            Ok(Ok(Err(error))) => eprintln!("trawl: archive pool: {error}"),
+            Ok(Err(error)) => eprintln!("trawl: archive pool task failed: {error}"),
+            Err(_) => eprintln!(
+                "trawl: the archive pool did not stop in time; pending pages wait for the next start"
+            ),
+        }
+    }
+    queue.close().await;
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_sizes_parse_and_bad_ones_are_refused() {
+        assert_eq!(
+            "fetch=64,archive=1".parse::<PoolSizes>(),
+            Ok(PoolSizes {
+                fetch: 64,
+                archive: 1
+            })
+        );
+        assert_eq!(
+            "archive=1".parse::<PoolSizes>(),
+            Ok(PoolSizes {
+                fetch: 0,
+                archive: 1
+            })
+        );
+        assert!("fetch".parse::<PoolSizes>().is_err());
+        assert!("fetch=x".parse::<PoolSizes>().is_err());
+        assert!("archive=2".parse::<PoolSizes>().is_err());
+        assert!("browse=2".parse::<PoolSizes>().is_err());
+        assert!("fetch=0".parse::<PoolSizes>().is_err());
+    }
+}

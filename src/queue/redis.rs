@@ -1,0 +1,190 @@
+//! The distributed queue engine: apalis-redis, shared by every worker process. Works around
+//! what apalis-redis 1.0.0 leaves to its users (stack notes §2): due tasks promoted 1,000 at a
+//! time (pitfall 1), ended tasks' data deleted (pitfall 9), the orphan timeout set explicitly
+//! (its `Config::default()` allows 10 missed heartbeats), results persisted (pitfall 6) and an
+//! eviction policy that could drop queued jobs refused.
+//!
+//! Not here: the interface callers use (`queue::Queue`), nor worker names (`runner`).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ::redis::Script;
+use ::redis::aio::ConnectionManager;
+use apalis::prelude::TaskSink;
+use apalis_redis::RedisStorage;
+
+use super::{Envelope, Error, Settings, fetch_queue_name};
+
+/// Task ids moved per script call: `unpack` in Lua fails from about 8,000 values on.
+const CHUNK: usize = 1_000;
+
+/// Moves up to `ARGV[2]` ids due by `ARGV[1]` from the scheduled set to the active list (the same
+/// move apalis' `fetch_next.lua` makes, bounded).
+const PROMOTE_DUE: &str = r"
+local ids = redis.call('zrangebyscore', KEYS[1], 0, ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #ids > 0 then
+  redis.call('rpush', KEYS[2], unpack(ids))
+  redis.call('zrem', KEYS[1], unpack(ids))
+  redis.call('del', KEYS[3])
+  redis.call('lpush', KEYS[3], 1)
+end
+return #ids";
+
+/// Pops up to `ARGV[1]` ids from the done and dead sets and deletes their data, metadata and
+/// result (what apalis' `vacuum.lua` deletes, without its walk over the whole data hash and
+/// without touching `Failed` tasks, which apalis-redis still retries).
+const PRUNE_ENDED: &str = r"
+local pruned = 0
+for _, set in ipairs({KEYS[1], KEYS[2]}) do
+  local ids = redis.call('spop', set, tonumber(ARGV[1]))
+  for _, id in ipairs(ids) do
+    redis.call('hdel', KEYS[3], id)
+    redis.call('del', KEYS[4] .. ':' .. id)
+    redis.call('hdel', KEYS[4] .. ':result', id)
+    pruned = pruned + 1
+  end
+end
+return pruned";
+
+/// The queue in Redis.
+#[derive(Debug, Clone)]
+pub(super) struct RedisQueue {
+    pub(super) storage: RedisStorage<Envelope>,
+    connection: ConnectionManager,
+    config: apalis_redis::Config,
+}
+
+impl RedisQueue {
+    /// Connects, checks the eviction policy and promotes the tasks already due.
+    pub(super) async fn connect(
+        url: &str,
+        namespace: &str,
+        settings: Settings,
+    ) -> Result<RedisQueue, Error> {
+        let mut connection = apalis_redis::connect(url).await?;
+        check_eviction_policy(&mut connection).await?;
+        let config = apalis_redis::Config::default()
+            .queue(fetch_queue_name(namespace))
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat)
+            // apalis_redis::Config::default() allows 10 missed heartbeats (its docs say 2).
+            .missed_heartbeats(settings.missed_heartbeats)
+            // Without persisted results no Complete event is sent and tasks never leave
+            // `inflight` (pitfall 6); it is the default, set here so it stays so.
+            .persist_results(true);
+        let storage = RedisStorage::<Envelope>::new(connection.clone()).with_config(config.clone());
+        let queue = RedisQueue {
+            storage,
+            connection,
+            config,
+        };
+        queue.promote_due().await?;
+        Ok(queue)
+    }
+
+    /// Pushes envelopes, 1,000 per script call.
+    pub(super) async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
+        let mut storage = self.storage.clone();
+        let mut envelopes = envelopes.into_iter().peekable();
+        while envelopes.peek().is_some() {
+            let chunk: Vec<Envelope> = envelopes.by_ref().take(CHUNK).collect();
+            storage
+                .push_bulk(chunk)
+                .await
+                .map_err(|error| Error::Backend(error.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Moves due tasks from the scheduled set to the active list, 1,000 per call.
+    pub(super) async fn promote_due(&self) -> Result<u64, Error> {
+        let script = Script::new(PROMOTE_DUE);
+        let mut connection = self.connection.clone();
+        let mut promoted = 0_u64;
+        loop {
+            let moved: u64 = script
+                .key(self.config.scheduled_jobs_set())
+                .key(self.config.active_jobs_list())
+                .key(self.config.signal_list())
+                .arg(unix_seconds())
+                .arg(CHUNK)
+                .invoke_async(&mut connection)
+                .await?;
+            promoted += moved;
+            if moved < CHUNK as u64 {
+                return Ok(promoted);
+            }
+        }
+    }
+
+    /// Deletes what apalis keeps of tasks that ended (done or dead), 1,000 per call.
+    pub(super) async fn prune_finished(&self) -> Result<u64, Error> {
+        let script = Script::new(PRUNE_ENDED);
+        let mut connection = self.connection.clone();
+        let mut pruned = 0_u64;
+        loop {
+            let deleted: u64 = script
+                .key(self.config.done_jobs_set())
+                .key(self.config.dead_jobs_set())
+                .key(self.config.job_data_hash())
+                .key(self.config.job_meta_hash())
+                .arg(CHUNK)
+                .invoke_async(&mut connection)
+                .await?;
+            pruned += deleted;
+            if deleted < CHUNK as u64 {
+                return Ok(pruned);
+            }
+        }
+    }
+
+    /// Checks that Redis answers.
+    pub(super) async fn ping(&self) -> Result<(), Error> {
+        let mut connection = self.connection.clone();
+        let _: String = ::redis::cmd("PING").query_async(&mut connection).await?;
+        Ok(())
+    }
+}
+
+/// Refuses a Redis that may evict keys: an evicted task hash or list silently loses jobs.
+/// Reads `CONFIG GET maxmemory-policy`, else `INFO memory`; when neither is allowed (managed
+/// Redis often disables CONFIG), warns and goes on.
+async fn check_eviction_policy(connection: &mut ConnectionManager) -> Result<(), Error> {
+    let policy = match ::redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async::<Vec<String>>(connection)
+        .await
+    {
+        Ok(reply) => reply.get(1).cloned(),
+        Err(_) => match ::redis::cmd("INFO")
+            .arg("memory")
+            .query_async::<String>(connection)
+            .await
+        {
+            Ok(info) => info.lines().find_map(|line| {
+                line.strip_prefix("maxmemory_policy:")
+                    .map(|policy| policy.trim().to_owned())
+            }),
+            Err(_) => None,
+        },
+    };
+    match policy {
+        Some(policy) if policy == "noeviction" => Ok(()),
+        Some(policy) => Err(Error::EvictionPolicy { policy }),
+        None => {
+            tracing::warn!(
+                "could not read redis maxmemory-policy (CONFIG and INFO refused); make sure it \
+                 is noeviction, or queued jobs may be evicted under memory pressure"
+            );
+            Ok(())
+        }
+    }
+}
+
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs()
+}

@@ -1,0 +1,76 @@
+//! The embedded queue engine: apalis-sqlite in its own SQLite file (apalis' migrations and the
+//! store's would clash in one file; stack notes, pitfall 7).
+//!
+//! Not here: the interface callers use (`queue::Queue`).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use apalis::prelude::TaskSink;
+use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
+use sqlx::sqlite::SqlitePoolOptions;
+
+use super::{Envelope, Error, Settings, fetch_queue_name};
+
+/// The queue in a SQLite file.
+#[derive(Debug, Clone)]
+pub(super) struct SqliteQueue {
+    pub(super) storage: SqliteStorage<Envelope>,
+    pool: SqlitePool,
+}
+
+impl SqliteQueue {
+    /// Opens (creating if needed) the queue file at `path` for `namespace`.
+    pub(super) async fn open(
+        path: &Path,
+        namespace: &str,
+        settings: Settings,
+    ) -> Result<SqliteQueue, Error> {
+        let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
+            .create_if_missing(true)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        SqliteStorage::<()>::setup(&pool)
+            .await
+            .map_err(|error| Error::Backend(error.to_string()))?;
+        let config = apalis_sqlite::Config::default()
+            .queue(fetch_queue_name(namespace))
+            .batch_size(settings.batch_size)
+            .heartbeat_interval(settings.heartbeat)
+            .missed_heartbeats(settings.missed_heartbeats);
+        let storage = SqliteStorage::<Envelope>::new(&pool).with_config(config);
+        Ok(SqliteQueue { storage, pool })
+    }
+
+    /// Pushes envelopes in one transaction.
+    pub(super) async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
+        let mut storage = self.storage.clone();
+        storage
+            .push_bulk(envelopes)
+            .await
+            .map_err(|error| Error::Backend(error.to_string()))
+    }
+
+    /// Deletes the rows of tasks that ended.
+    pub(super) async fn prune_finished(&self) -> Result<u64, Error> {
+        let deleted = sqlx::query("DELETE FROM Jobs WHERE status IN ('Done', 'Killed')")
+            .execute(&self.pool)
+            .await?;
+        Ok(deleted.rows_affected())
+    }
+
+    /// Checks that the queue database answers.
+    pub(super) async fn ping(&self) -> Result<(), Error> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Closes the pool.
+    pub(super) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
