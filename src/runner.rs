@@ -333,7 +333,7 @@ async fn run_attempts(
                 .await;
         }
         let error = match &envelope.job {
-            Job::Fetch(job) => match run_fetch(context, envelope, job).await? {
+            Job::Fetch(job) => match run_fetch(context, envelope, number, job).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
@@ -342,14 +342,14 @@ async fn run_attempts(
             tracing::debug!(code = %error.code, "job failed");
             return context
                 .store
-                .finish(&envelope.id, &Outcome::Failed(error))
+                .finish_attempt(&envelope.id, number, &Outcome::Failed(error))
                 .await;
         }
         if number >= max {
             tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
             return context
                 .store
-                .finish(&envelope.id, &Outcome::Dead(error))
+                .finish_attempt(&envelope.id, number, &Outcome::Dead(error))
                 .await;
         }
         let retry_after = error.retry_after.map(Duration::from_secs);
@@ -362,11 +362,13 @@ async fn run_attempts(
 }
 
 /// Serves a fetch from the cache or fetches it, stores the page and ends the job (returning
-/// the status this call ended it with). Returns the job error when the fetch failed (the
+/// the status this call ended it with; `None` also when `attempt` is no longer the job's
+/// latest: another worker took the job over). Returns the job error when the fetch failed (the
 /// caller decides on retries); `Err` is a store failure.
 async fn run_fetch(
     context: &Context,
     envelope: &Envelope,
+    attempt: u32,
     job: &FetchJob,
 ) -> Result<Result<Option<Status>, JobError>, store::Error> {
     let job_id = envelope.id.as_str();
@@ -401,7 +403,10 @@ async fn run_fetch(
         if job.archive {
             context.store.request_archive_page(&hit.page.id).await?;
         }
-        return Ok(Ok(context.store.finish(job_id, &outcome).await?));
+        return Ok(Ok(context
+            .store
+            .finish_attempt(job_id, attempt, &outcome)
+            .await?));
     }
     let permit = match &crawl {
         Some((plan, _)) => Some(
@@ -443,6 +448,7 @@ async fn run_fetch(
         headers: &fetched.headers,
         ip: fetched.ip,
         archive: job.archive,
+        attempt: Some(attempt),
     };
     let info = &fetched.info;
     let text = &fetched.text;

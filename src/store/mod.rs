@@ -116,6 +116,40 @@ impl Store {
         })
     }
 
+    /// Ends a job. The first end wins: returns the status it ended with (`cancelled` when a
+    /// cancel was requested meanwhile), or `None` when the job had already ended (so a
+    /// duplicate delivery cannot overwrite or double a result).
+    ///
+    /// The job gets the next `done_seq`: unique, and increasing in the order the ends were
+    /// committed (with gaps on PostgreSQL), so a reader paging by `done_seq` misses none.
+    pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<Option<Status>, Error> {
+        self.finish_fenced(id, outcome, None).await
+    }
+
+    /// Ends a job like [`Store::finish`], but only if `attempt` is still its latest attempt:
+    /// a worker that lost its job (paused past the recovery time while another worker took
+    /// the job over) cannot commit late. Returns `None` when refused.
+    pub async fn finish_attempt(
+        &self,
+        id: &str,
+        attempt: u32,
+        outcome: &Outcome,
+    ) -> Result<Option<Status>, Error> {
+        self.finish_fenced(id, outcome, Some(attempt)).await
+    }
+
+    async fn finish_fenced(
+        &self,
+        id: &str,
+        outcome: &Outcome,
+        attempt: Option<u32>,
+    ) -> Result<Option<Status>, Error> {
+        match &self.engine {
+            Engine::Sqlite(engine) => engine.finish(id, outcome, attempt).await,
+            Engine::Postgres(engine) => engine.finish(id, outcome, attempt).await,
+        }
+    }
+
     /// Stores a fetched page (blobs once, page row keyed by the job id) and ends the job with
     /// its result, in one transaction: there is never a result without its page, or the
     /// reverse. `result_for` gives the job's result JSON for the page's content hash.
@@ -194,13 +228,6 @@ delegate! {
     /// Records a failed attempt that will be retried.
     pub async fn record_retry(&self, id: &str, error: &JobError) -> Result<(), Error>;
 
-    /// Ends a job. The first end wins: returns the status it ended with (`cancelled` when a
-    /// cancel was requested meanwhile), or `None` when the job had already ended (so a
-    /// duplicate delivery cannot overwrite or double a result).
-    ///
-    /// The job gets the next `done_seq`: unique, and increasing in the order the ends were
-    /// committed (with gaps on PostgreSQL), so a reader paging by `done_seq` misses none.
-    pub async fn finish(&self, id: &str, outcome: &Outcome) -> Result<Option<Status>, Error>;
 
     /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
     pub async fn cached_page(&self, url: &str, options_hash: &str, since_ms: i64) -> Result<Option<PageRecord>, Error>;
@@ -574,6 +601,9 @@ pub struct NewPage<'a> {
     pub ip: Option<std::net::IpAddr>,
     /// Whether the archive pool should take the page.
     pub archive: bool,
+    /// The attempt that fetched it: the page is stored and the job ends only if this is
+    /// still the job's latest attempt (`None`: no check).
+    pub attempt: Option<u32>,
 }
 
 /// A stored page as the archive pool takes it: what the index and the WARC records need.

@@ -125,7 +125,7 @@ impl PgStore {
         }
         let outcome = match status {
             Status::Queued => {
-                finish_in(&mut tx, id, &Outcome::Cancelled).await?;
+                finish_in(&mut tx, id, &Outcome::Cancelled, None).await?;
                 Cancel::Cancelled
             }
             Status::Running => Cancel::Requested,
@@ -174,9 +174,10 @@ impl PgStore {
         &self,
         id: &str,
         outcome: &Outcome,
+        attempt: Option<u32>,
     ) -> Result<Option<Status>, Error> {
         let mut tx = self.pool.begin().await?;
-        let ended = finish_in(&mut tx, id, outcome).await?;
+        let ended = finish_in(&mut tx, id, outcome, attempt).await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -616,11 +617,14 @@ impl Batches for PgStore {
             row.push_bind(page.job_id.as_str())
                 .push_unseparated("::text")
                 .push_bind(page.result.as_str())
-                .push_unseparated("::text");
+                .push_unseparated("::text")
+                .push_bind(page.attempt)
+                .push_unseparated("::bigint");
         });
         end_jobs.push(
-            ") AS v(id, result)
+            ") AS v(id, result, attempt)
              WHERE jobs.id = v.id AND jobs.status IN ('queued', 'running')
+               AND (v.attempt IS NULL OR jobs.attempts = v.attempt)
              RETURNING jobs.id AS id, jobs.status AS status",
         );
         let found = end_jobs.build().fetch_all(&mut *tx).await?;
@@ -686,6 +690,7 @@ async fn finish_in(
     tx: &mut Transaction,
     id: &str,
     outcome: &Outcome,
+    attempt: Option<u32>,
 ) -> Result<Option<Status>, Error> {
     let ending = outcome.ending();
     // A cancel request wins over whatever the attempt produced.
@@ -696,6 +701,7 @@ async fn finish_in(
              error = COALESCE($4::text, error), error_code = COALESCE($5::text, error_code),
              finished_at = $6
          WHERE id = $7 AND status IN ('queued', 'running')
+           AND ($8::bigint IS NULL OR attempts = $8::bigint)
          RETURNING status",
     )
     .bind(ending.status)
@@ -705,6 +711,7 @@ async fn finish_in(
     .bind(ending.error_code)
     .bind(now_rfc3339())
     .bind(id)
+    .bind(attempt.map(i64::from))
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = done else { return Ok(None) };

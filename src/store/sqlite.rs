@@ -119,7 +119,7 @@ impl SqliteStore {
         }
         let outcome = match status {
             Status::Queued => {
-                finish_in(&mut tx, id, &Outcome::Cancelled).await?;
+                finish_in(&mut tx, id, &Outcome::Cancelled, None).await?;
                 Cancel::Cancelled
             }
             Status::Running => Cancel::Requested,
@@ -166,9 +166,10 @@ impl SqliteStore {
         &self,
         id: &str,
         outcome: &Outcome,
+        attempt: Option<u32>,
     ) -> Result<Option<Status>, Error> {
         let mut tx = self.write_transaction().await?;
-        let ended = finish_in(&mut tx, id, outcome).await?;
+        let ended = finish_in(&mut tx, id, outcome, attempt).await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -593,11 +594,13 @@ impl Batches for SqliteStore {
     async fn commit_group(&self, pages: &[PendingPage]) -> Result<Vec<Option<Status>>, Error> {
         let mut tx = self.write_transaction().await?;
         let now = now_rfc3339();
-        let mut end_jobs = sqlx::QueryBuilder::<sqlx::Sqlite>::new("WITH v(id, result, seq) AS (");
+        let mut end_jobs =
+            sqlx::QueryBuilder::<sqlx::Sqlite>::new("WITH v(id, result, seq, attempt) AS (");
         end_jobs.push_values(pages.iter().enumerate(), |mut row, (seq, page)| {
             row.push_bind(page.job_id.as_str())
                 .push_bind(page.result.as_str())
-                .push_bind(seq as i64 + 1);
+                .push_bind(seq as i64 + 1)
+                .push_bind(page.attempt);
         });
         end_jobs.push(
             ") UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'succeeded' END,
@@ -609,6 +612,7 @@ impl Batches for SqliteStore {
         end_jobs.push(
             ", done_seq = (SELECT COALESCE(MAX(done_seq), 0) FROM jobs) + v.seq
              FROM v WHERE jobs.id = v.id AND jobs.status IN ('queued', 'running')
+               AND (v.attempt IS NULL OR jobs.attempts = v.attempt)
              RETURNING jobs.id AS id, jobs.status AS status",
         );
         let found = end_jobs.build().fetch_all(&mut *tx).await?;
@@ -665,6 +669,7 @@ async fn finish_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
     id: &str,
     outcome: &Outcome,
+    attempt: Option<u32>,
 ) -> Result<Option<Status>, Error> {
     let ending = outcome.ending();
     // A cancel request wins over whatever the attempt produced.
@@ -674,7 +679,7 @@ async fn finish_in(
              page_id = CASE WHEN cancel_requested = 1 THEN NULL ELSE ?3 END,
              error = COALESCE(?4, error), error_code = COALESCE(?5, error_code),
              finished_at = ?6, done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)
-         WHERE id = ?7 AND status IN ('queued', 'running')
+         WHERE id = ?7 AND status IN ('queued', 'running') AND (?8 IS NULL OR attempts = ?8)
          RETURNING status",
     )
     .bind(ending.status)
@@ -684,6 +689,7 @@ async fn finish_in(
     .bind(ending.error_code)
     .bind(now_rfc3339())
     .bind(id)
+    .bind(attempt.map(i64::from))
     .fetch_optional(&mut **tx)
     .await?;
     done.map(|row| rows::status(row.text("status")?))

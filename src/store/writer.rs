@@ -56,6 +56,9 @@ pub(super) struct PendingPage {
     pub(super) ip: Option<String>,
     pub(super) archive: bool,
     pub(super) result: String,
+    /// The attempt that produced the page: the job ends only if it is still the job's latest
+    /// attempt (a worker that lost its job cannot commit late). `None`: no check.
+    pub(super) attempt: Option<i64>,
     pub(super) text_blob: Blob,
     pub(super) raw_blob: Blob,
     reply: oneshot::Sender<Result<Option<Status>, Error>>,
@@ -159,6 +162,7 @@ impl Writer {
             ip: page.ip.map(|ip| ip.to_string()),
             archive: page.archive,
             result: result_for(&content_hash),
+            attempt: page.attempt.map(i64::from),
             text_blob,
             raw_blob,
             reply,

@@ -7,6 +7,7 @@ mod archive;
 mod cli;
 mod crawl;
 mod engines;
+mod faults;
 mod pipeline;
 mod queue;
 mod store;

@@ -13,6 +13,7 @@ on_both_engines!(
     two_stores_on_one_database_end_each_job_once_in_done_seq_order,
     crawls_keep_their_seen_set_counters_and_budget,
     pages_wait_for_the_archive_and_export_in_order,
+    a_worker_that_lost_its_job_cannot_commit_late,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -130,6 +131,7 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs(db:
                 headers: &[],
                 ip: None,
                 archive: n % 2 == 0,
+                attempt: None,
             };
             let (_, ended) = store
                 .finish_with_page(&id, page, |hash| {
@@ -376,6 +378,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
             headers: &[("content-type".to_owned(), "text/html".to_owned())],
             ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             archive: n != 1,
+            attempt: Some(1),
         };
         let (hash, ended) = store
             .finish_with_page(id, page, |hash| {
@@ -629,4 +632,58 @@ async fn an_unknown_store_url_is_refused_without_echoing_it() {
     let message = error.to_string();
     assert!(message.contains("\"mysql\""), "{message}");
     assert!(!message.contains("secret"), "{message}");
+}
+
+/// A worker paused past the recovery time lost its job to another worker's attempt: its late
+/// commit (a page, or a failure) is refused even before the other attempt ends, and the
+/// result stays the other attempt's.
+async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
+    let store = db.open().await;
+    let id = ulid::Ulid::generate().to_string();
+    store
+        .create_jobs(&[new_job(&id, "b")])
+        .await
+        .expect("creates");
+    let first = store.begin_attempt(&id).await.expect("starts");
+    assert_eq!(first, trawl::store::Attempt::Run { number: 1, max: 3 });
+    // Recovery hands the job to another worker: attempt 2.
+    let second = store.begin_attempt(&id).await.expect("starts again");
+    assert_eq!(second, trawl::store::Attempt::Run { number: 2, max: 3 });
+
+    let url = "https://example.com/late".to_owned();
+    let info = page_info(&url);
+    let page = |attempt| trawl::store::NewPage {
+        url: &url,
+        final_url: &url,
+        options_hash: "o",
+        info: &info,
+        text: "late text",
+        raw: b"<p>late</p>",
+        headers: &[],
+        ip: None,
+        archive: false,
+        attempt: Some(attempt),
+    };
+    let (_, late) = store
+        .finish_with_page(&id, page(1), |_| "{\"late\": true}".to_owned())
+        .await
+        .expect("answers");
+    assert_eq!(late, None, "the first attempt's page is refused");
+    assert!(store.page(&id).await.expect("reads").is_none());
+    let failed = Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 500"));
+    assert_eq!(
+        store
+            .finish_attempt(&id, 1, &failed)
+            .await
+            .expect("answers"),
+        None,
+        "the first attempt's failure is refused"
+    );
+    let (_, ended) = store
+        .finish_with_page(&id, page(2), |_| "{\"late\": false}".to_owned())
+        .await
+        .expect("stores");
+    assert_eq!(ended, Some(Status::Succeeded));
+    let job = store.job(&id).await.expect("reads").expect("exists");
+    assert_eq!(job.result.expect("result")["late"], false);
 }

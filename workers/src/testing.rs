@@ -125,6 +125,7 @@ impl RecordedRequest {
 /// - `/article/{n}` — an article page, see [`article_page`] and
 ///   [`article_title`].
 /// - `/site/{n}` for `n < 1_000_000` — see [`site_page`].
+/// - `/slow/article/{n}?ms=M` — `/article/{n}` after `M` ms (default 1,000, at most 60,000).
 /// - `/text.txt`, `/data.json`, `/readme.md`, `/image.png`, `/pdf/ok` (two
 ///   pages: "Page one text", "Page two text"), `/pdf/broken` (garbage bytes
 ///   labelled `application/pdf`).
@@ -1040,6 +1041,19 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
         .strip_prefix("/article/")
         .and_then(|s| s.parse::<u64>().ok())
     {
+        let base = format!("http://{}", ctx.addr);
+        return conn.html(200, &article_page(n, &base)).await;
+    }
+    if let Some(n) = path
+        .strip_prefix("/slow/article/")
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        let ms = req
+            .query("ms")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1_000)
+            .min(60_000);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
         let base = format!("http://{}", ctx.addr);
         return conn.html(200, &article_page(n, &base)).await;
     }

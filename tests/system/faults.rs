@@ -1,0 +1,271 @@
+//! Faults with real processes: two `trawl work` processes sharing a Redis queue (a
+//! test-owned redis-server) and a PostgreSQL store (a fresh database), one of them SIGKILLed
+//! mid-batch. Every job must end succeeded exactly once, with exactly one page.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use trawl::queue::{Envelope, Queue};
+use trawl::runner;
+use trawl::store::{NewJob, Status, Store};
+use trawl_workers::job::{FetchJob, Job};
+use trawl_workers::testing::FixtureServer;
+
+use crate::engines::TestDb;
+use crate::queue::RedisServer;
+
+const JOBS: u64 = 2_000;
+const NAMESPACE: &str = "faults";
+
+fn worker(data_dir: &std::path::Path, redis: &RedisServer, db: &TestDb) -> tokio::process::Child {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["work", "--pools", "fetch=16", "--allow-private-network"])
+        .env_remove("TRAWL_CONFIG")
+        .env("TRAWL_LOG", "error")
+        .env("REDIS_URL", redis.url())
+        .env("DATABASE_URL", &db.url)
+        .env("TRAWL_NAMESPACE", NAMESPACE)
+        // A dead worker's jobs go to another after 2 missed heartbeats of 1 s.
+        .env("TRAWL_RUNNER__HEARTBEAT_SECS", "1")
+        .env("TRAWL_RUNNER__MISSED_HEARTBEATS", "2")
+        .kill_on_drop(true)
+        .spawn()
+        .expect("trawl work starts")
+}
+
+async fn count(store: &Store, batch: &str, status: Status) -> u64 {
+    store
+        .count_by_status(Some(batch))
+        .await
+        .expect("counts")
+        .into_iter()
+        .find(|(s, _)| *s == status)
+        .map_or(0, |(_, n)| n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_batch_loses_no_job_and_doubles_none() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let redis = RedisServer::start("noeviction");
+    let db = TestDb::postgres().await;
+    let store = db.open().await;
+    let settings = runner::Config {
+        heartbeat_secs: 1,
+        missed_heartbeats: 2,
+        ..runner::Config::default()
+    }
+    .queue_settings();
+    let queue = Queue::connect_redis(&redis.url(), NAMESPACE, settings)
+        .await
+        .expect("queue connects");
+
+    let batch = ulid::Ulid::generate().to_string();
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(500) {
+        let mut jobs = Vec::new();
+        let mut envelopes = Vec::new();
+        for n in chunk {
+            let id = ulid::Ulid::generate().to_string();
+            let job = Job::Fetch(FetchJob::new(server.url(&format!("/site/{n}"))));
+            jobs.push(NewJob {
+                batch_id: Some(batch.clone()),
+                ..NewJob::new(&id, &job, 3)
+            });
+            envelopes.push(Envelope {
+                batch_id: Some(batch.clone()),
+                ..Envelope::new(id, job)
+            });
+        }
+        store.create_jobs(&jobs).await.expect("jobs recorded");
+        queue.push(envelopes).await.expect("jobs queued");
+    }
+
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let mut first = worker(dirs[0].path(), &redis, &db);
+    let mut second = worker(dirs[1].path(), &redis, &db);
+
+    // Kill the first worker once the batch is well under way.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while count(&store, &batch, Status::Succeeded).await < JOBS / 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the workers made no progress"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    first.start_kill().expect("SIGKILL");
+    let _ = first.wait().await;
+    let at_kill = count(&store, &batch, Status::Succeeded).await;
+    assert!(at_kill < JOBS, "the kill came too late to test anything");
+
+    // The survivor takes over the dead worker's jobs and finishes the batch.
+    loop {
+        let ended = store
+            .count_by_status(Some(&batch))
+            .await
+            .expect("counts")
+            .into_iter()
+            .filter(|(status, _)| status.is_terminal())
+            .map(|(_, n)| n)
+            .sum::<u64>();
+        if ended == JOBS {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{ended}/{JOBS} ended: {:?}",
+            store.count_by_status(Some(&batch)).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        store.count_by_status(Some(&batch)).await.expect("counts"),
+        vec![(Status::Succeeded, JOBS)],
+        "every job succeeded"
+    );
+
+    // Exactly one end and one page per job.
+    let ended = store
+        .ended_since(&batch, 0, JOBS as u32 + 10)
+        .await
+        .expect("reads");
+    assert_eq!(ended.len() as u64, JOBS);
+    let seqs: HashSet<i64> = ended.iter().map(|job| job.done_seq).collect();
+    assert_eq!(seqs.len() as u64, JOBS, "one end per job");
+    let mut pages = HashSet::new();
+    let mut cursor = 0;
+    loop {
+        let batch_pages = store
+            .export_pages(None, Some(&batch), None, cursor, 500)
+            .await
+            .expect("reads");
+        let Some((_, last)) = batch_pages.last() else {
+            break;
+        };
+        cursor = *last;
+        for (page, _) in batch_pages {
+            assert!(
+                pages.insert(page.id.clone()),
+                "page {} stored twice",
+                page.id
+            );
+        }
+    }
+    assert_eq!(pages.len() as u64, JOBS, "one page per job");
+    let urls: HashSet<String> = ended.iter().map(|job| job.url.clone()).collect();
+    assert_eq!(urls.len() as u64, JOBS);
+
+    second.start_kill().expect("SIGKILL");
+    let _ = second.wait().await;
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a child process with kill(1).
+fn signal(child: &tokio::process::Child, signal: &str) {
+    let pid = child.id().expect("the worker runs");
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_worker_resumed_after_recovery_cannot_commit_late() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let redis = RedisServer::start("noeviction");
+    let db = TestDb::postgres().await;
+    let store = db.open().await;
+    let settings = runner::Config {
+        heartbeat_secs: 1,
+        missed_heartbeats: 2,
+        ..runner::Config::default()
+    }
+    .queue_settings();
+    let queue = Queue::connect_redis(&redis.url(), NAMESPACE, settings)
+        .await
+        .expect("queue connects");
+    // One job whose page takes 3 s to come: the first worker is paused while fetching it.
+    let batch = ulid::Ulid::generate().to_string();
+    let id = ulid::Ulid::generate().to_string();
+    let job = Job::Fetch(FetchJob::new(server.url("/slow/article/1?ms=3000")));
+    store
+        .create_jobs(&[NewJob {
+            batch_id: Some(batch.clone()),
+            ..NewJob::new(&id, &job, 5)
+        }])
+        .await
+        .expect("job recorded");
+    queue
+        .push(vec![Envelope::new(id.clone(), job)])
+        .await
+        .expect("job queued");
+
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let paused = worker(dirs[0].path(), &redis, &db);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while store
+        .job(&id)
+        .await
+        .expect("reads")
+        .expect("exists")
+        .attempts
+        < 1
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal(&paused, "STOP");
+    // The other worker takes the job over once the paused one missed its heartbeats.
+    let mut other = worker(dirs[1].path(), &redis, &db);
+    loop {
+        let job = store.job(&id).await.expect("reads").expect("exists");
+        if job.attempts >= 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never taken over: {job:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The paused worker resumes while the other is still fetching (3 s): its page arrived
+    // meanwhile, so it commits at once, and is refused: it no longer holds the job.
+    signal(&paused, "CONT");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let meanwhile = store.job(&id).await.expect("reads").expect("exists");
+    assert_eq!(
+        meanwhile.status,
+        Status::Running,
+        "the late commit of the paused worker was refused: {meanwhile:?}"
+    );
+    let ended = loop {
+        let job = store.job(&id).await.expect("reads").expect("exists");
+        if job.status.is_terminal() {
+            break job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{job:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(ended.status, Status::Succeeded, "{ended:?}");
+    assert_eq!(ended.attempts, 2, "the second attempt ended it: {ended:?}");
+    other.start_kill().expect("SIGKILL");
+    let _ = other.wait().await;
+    assert_eq!(
+        store.count_by_status(Some(&batch)).await.expect("counts"),
+        vec![(Status::Succeeded, 1)]
+    );
+    let mut paused = paused;
+    paused.start_kill().expect("SIGKILL");
+    let _ = paused.wait().await;
+}
