@@ -180,6 +180,22 @@ impl Embedded {
     }
 }
 
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (`serve` and `work` stop gracefully on either).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let load = |cli: &Cli| -> anyhow::Result<Config> {

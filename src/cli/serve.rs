@@ -136,7 +136,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     });
     let server = tokio::spawn(async move { server.await });
 
-    shutdown_signal().await;
+    super::shutdown_signal().await;
     eprintln!("trawl: shutting down");
     let _ = stop_tx.send(true);
     let grace = Duration::from_secs(config.api.shutdown_timeout_secs);
@@ -166,28 +166,4 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     queue.close().await;
     store.close().await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = terminate.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }

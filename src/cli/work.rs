@@ -152,7 +152,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         },
     );
 
-    shutdown_signal().await;
+    super::shutdown_signal().await;
     eprintln!("trawl: shutting down");
     let _ = stop_tx.send(true);
     let grace = Duration::from_secs(config.api.shutdown_timeout_secs);
@@ -180,22 +180,6 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     queue.close().await;
     store.close().await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Completes on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 #[cfg(test)]

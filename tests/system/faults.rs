@@ -35,6 +35,41 @@ fn worker(data_dir: &std::path::Path, redis: &RedisServer, db: &TestDb) -> tokio
         .expect("trawl work starts")
 }
 
+/// The shared parts of a distributed set-up: a fixture site, a test-owned Redis, a fresh
+/// PostgreSQL database, and the store and queue over them.
+struct Cluster {
+    server: FixtureServer,
+    redis: RedisServer,
+    db: TestDb,
+    store: Store,
+    queue: Queue,
+}
+
+impl Cluster {
+    async fn start() -> Cluster {
+        let server = FixtureServer::start().await.expect("fixture");
+        let redis = RedisServer::start("noeviction");
+        let db = TestDb::postgres().await;
+        let store = db.open().await;
+        let settings = runner::Config {
+            heartbeat_secs: 1,
+            missed_heartbeats: 2,
+            ..runner::Config::default()
+        }
+        .queue_settings();
+        let queue = Queue::connect_redis(&redis.url(), NAMESPACE, settings)
+            .await
+            .expect("queue connects");
+        Cluster {
+            server,
+            redis,
+            db,
+            store,
+            queue,
+        }
+    }
+}
+
 async fn count(store: &Store, batch: &str, status: Status) -> u64 {
     store
         .count_by_status(Some(batch))
@@ -47,19 +82,13 @@ async fn count(store: &Store, batch: &str, status: Status) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_batch_loses_no_job_and_doubles_none() {
-    let server = FixtureServer::start().await.expect("fixture");
-    let redis = RedisServer::start("noeviction");
-    let db = TestDb::postgres().await;
-    let store = db.open().await;
-    let settings = runner::Config {
-        heartbeat_secs: 1,
-        missed_heartbeats: 2,
-        ..runner::Config::default()
-    }
-    .queue_settings();
-    let queue = Queue::connect_redis(&redis.url(), NAMESPACE, settings)
-        .await
-        .expect("queue connects");
+    let Cluster {
+        server,
+        redis,
+        db,
+        store,
+        queue,
+    } = Cluster::start().await;
 
     let batch = ulid::Ulid::generate().to_string();
     for chunk in (0..JOBS).collect::<Vec<_>>().chunks(500) {
@@ -176,19 +205,13 @@ fn signal(child: &tokio::process::Child, signal: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_worker_resumed_after_recovery_cannot_commit_late() {
-    let server = FixtureServer::start().await.expect("fixture");
-    let redis = RedisServer::start("noeviction");
-    let db = TestDb::postgres().await;
-    let store = db.open().await;
-    let settings = runner::Config {
-        heartbeat_secs: 1,
-        missed_heartbeats: 2,
-        ..runner::Config::default()
-    }
-    .queue_settings();
-    let queue = Queue::connect_redis(&redis.url(), NAMESPACE, settings)
-        .await
-        .expect("queue connects");
+    let Cluster {
+        server,
+        redis,
+        db,
+        store,
+        queue,
+    } = Cluster::start().await;
     // One job whose page takes 3 s to come: the first worker is paused while fetching it.
     let batch = ulid::Ulid::generate().to_string();
     let id = ulid::Ulid::generate().to_string();
