@@ -9,9 +9,9 @@
 //! one of its pages still has links to queue.
 //!
 //! Politeness: fetches of crawl pages wait for a per-host gate (concurrent requests and
-//! minimum delay between starts, raised by robots.txt Crawl-delay). The gate is per process:
-//! with one process (embedded) it is shared by all crawls; across worker machines it needs
-//! the distributed backend (not built yet).
+//! minimum delay between starts, raised by robots.txt Crawl-delay). Embedded, the gate is
+//! this process's, shared by all its crawls; with Redis (distributed mode) it is shared by
+//! every worker of the namespace ([`SharedGate`]).
 //!
 //! Not here: parsing robots.txt and sitemaps, scope and glob rules (`trawl_workers::crawl`),
 //! fetching and storing pages (`runner`).
@@ -49,6 +49,9 @@ pub enum StartError {
 /// crawls' plans (spec, seeds, compiled globs).
 pub struct Crawls {
     gate: HostGate,
+    /// The politeness shared by every process on one Redis (distributed mode); when set, it
+    /// is used instead of `gate`.
+    shared_gate: Option<SharedGate>,
     robots: Mutex<LruCache<String, (Arc<Robots>, Instant)>>,
     plans: Mutex<LruCache<String, Arc<Plan>>>,
 }
@@ -104,6 +107,7 @@ impl Crawls {
     pub fn new(config: &politeness::Config) -> Crawls {
         Crawls {
             gate: HostGate::new(config),
+            shared_gate: None,
             robots: Mutex::new(LruCache::new(
                 NonZeroUsize::new(ROBOTS_CACHE).unwrap_or(NonZeroUsize::MIN),
             )),
@@ -113,7 +117,14 @@ impl Crawls {
         }
     }
 
-    /// The politeness gate.
+    /// Shares politeness through Redis with every process using the same namespace (the
+    /// distributed mode): concurrency and minimum delay per host then hold across workers.
+    pub fn with_shared_gate(mut self, gate: SharedGate) -> Crawls {
+        self.shared_gate = Some(gate);
+        self
+    }
+
+    /// The in-process politeness gate.
     pub fn gate(&self) -> &HostGate {
         &self.gate
     }
@@ -175,13 +186,150 @@ impl Crawls {
         client: &trawl_workers::web::Client,
         plan: &Plan,
         url: &Url,
-    ) -> politeness::Permit {
+    ) -> Turn {
         let delay = if plan.spec.robots {
             self.robots(client, url).await.crawl_delay()
         } else {
             None
         };
-        self.gate.acquire_with_delay(&host_key(url), delay).await
+        let host = host_key(url);
+        match &self.shared_gate {
+            Some(shared) => match shared.acquire(&host, self.gate.delay_for(delay)).await {
+                Ok(turn) => turn,
+                Err(error) => {
+                    // Redis unreachable: fall back to this process's gate rather than stall.
+                    tracing::warn!(error = %error, "shared politeness unavailable; using this process's");
+                    Turn::Local(self.gate.acquire_with_delay(&host, delay).await)
+                }
+            },
+            None => Turn::Local(self.gate.acquire_with_delay(&host, delay).await),
+        }
+    }
+}
+
+/// A host's turn: hold it while fetching; dropping it frees the host's slot.
+#[derive(Debug)]
+pub enum Turn {
+    /// From this process's gate.
+    Local(politeness::Permit),
+    /// From the gate shared through Redis.
+    Shared(SharedTurn),
+}
+
+/// Per-host politeness shared through Redis by every process of a namespace: at most
+/// `max_concurrent_per_host` requests in flight to one host and `min_delay_ms` (or the
+/// robots.txt Crawl-delay) between two starts, across all workers. Slots are leases (2 min)
+/// so a worker that dies cannot hold a host for ever. Times come from the Redis server's
+/// clock, so workers' clocks need not agree. Waiting is by polling, not first come first
+/// served across workers.
+#[derive(Clone)]
+pub struct SharedGate {
+    connection: redis::aio::ConnectionManager,
+    prefix: String,
+    max_concurrent: usize,
+}
+
+impl std::fmt::Debug for SharedGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedGate")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A slot of the shared gate, released when dropped.
+#[derive(Debug)]
+pub struct SharedTurn {
+    gate: SharedGate,
+    key: String,
+    token: String,
+}
+
+impl Drop for SharedTurn {
+    fn drop(&mut self) {
+        let mut connection = self.gate.connection.clone();
+        let key = std::mem::take(&mut self.key);
+        let token = std::mem::take(&mut self.token);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _: Result<i64, _> = redis::cmd("ZREM")
+                    .arg(&key)
+                    .arg(&token)
+                    .query_async(&mut connection)
+                    .await;
+            });
+        }
+    }
+}
+
+/// How long a slot is held at most (a fetch takes 30 s at most by default).
+const SHARED_LEASE_MS: u64 = 120_000;
+
+/// Takes a slot when the host has one free and its delay has passed; else answers how many
+/// milliseconds to wait. KEYS: in-flight set, next-start key. ARGV: token, max concurrent,
+/// delay ms, lease ms.
+const TAKE_TURN: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 25
+end
+local next = tonumber(redis.call('GET', KEYS[2]) or '0')
+if now < next then
+  return next - now
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+redis.call('SET', KEYS[2], now + tonumber(ARGV[3]), 'PX', tonumber(ARGV[3]) + 1000)
+return 0
+";
+
+impl SharedGate {
+    /// Connects to the Redis at `url`; keys go under `{namespace}:polite:`.
+    pub async fn connect(
+        url: &str,
+        namespace: &str,
+        config: &politeness::Config,
+    ) -> Result<SharedGate, redis::RedisError> {
+        let connection = redis::Client::open(url)?.get_connection_manager().await?;
+        Ok(SharedGate {
+            connection,
+            prefix: format!("{namespace}:polite"),
+            max_concurrent: config.max_concurrent_per_host,
+        })
+    }
+
+    /// Waits for a slot of `host` at least `delay` after the previous start on any worker.
+    pub async fn acquire(
+        &self,
+        host: &str,
+        delay: std::time::Duration,
+    ) -> Result<Turn, redis::RedisError> {
+        let key = format!("{}:{host}:inflight", self.prefix);
+        let next = format!("{}:{host}:next", self.prefix);
+        let token = ulid::Ulid::generate().to_string();
+        let script = redis::Script::new(TAKE_TURN);
+        let mut connection = self.connection.clone();
+        loop {
+            let wait: i64 = script
+                .key(&key)
+                .key(&next)
+                .arg(&token)
+                .arg(self.max_concurrent)
+                .arg(delay.as_millis() as u64)
+                .arg(SHARED_LEASE_MS)
+                .invoke_async(&mut connection)
+                .await?;
+            if wait <= 0 {
+                return Ok(Turn::Shared(SharedTurn {
+                    gate: self.clone(),
+                    key,
+                    token,
+                }));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(wait.clamp(5, 1_000) as u64)).await;
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! the runner, the configuration and the command line.
 //!
 //! The map:
-//! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion.
+//! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion, per-host
+//!   politeness (in process, or shared through Redis).
 //! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
 //! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite).

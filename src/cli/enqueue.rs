@@ -96,6 +96,7 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
         store,
         queue,
         client,
+        ..
     } = Embedded::open(&config).await?;
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {

@@ -130,6 +130,8 @@ struct Embedded {
     store: crate::store::Store,
     queue: crate::queue::Queue,
     client: trawl_workers::web::Client,
+    /// Crawl politeness shared through Redis, in distributed mode.
+    shared_gate: Option<crate::crawl::SharedGate>,
 }
 
 impl Embedded {
@@ -159,10 +161,23 @@ impl Embedded {
             .await
             .context("opening the queue")?,
         };
+        let shared_gate = match &config.redis_url {
+            Some(url) => Some(
+                crate::crawl::SharedGate::connect(
+                    url.expose(),
+                    &config.namespace,
+                    &config.politeness,
+                )
+                .await
+                .context("connecting to redis_url for crawl politeness")?,
+            ),
+            None => None,
+        };
         Ok(Embedded {
             store,
             queue,
             client,
+            shared_gate,
         })
     }
 
@@ -175,7 +190,11 @@ impl Embedded {
         let mut context =
             crate::runner::Context::new(self.store.clone(), fetch, config.runner.clone());
         context.queue = Some(self.queue.clone());
-        context.crawls = std::sync::Arc::new(crate::crawl::Crawls::new(&config.politeness));
+        let mut crawls = crate::crawl::Crawls::new(&config.politeness);
+        if let Some(gate) = &self.shared_gate {
+            crawls = crawls.with_shared_gate(gate.clone());
+        }
+        context.crawls = std::sync::Arc::new(crawls);
         context
     }
 }

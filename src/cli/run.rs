@@ -105,6 +105,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         store,
         queue,
         client,
+        ..
     } = embedded;
     let pools = Pools::start(context, &queue, &config, args.archive)?;
 

@@ -52,6 +52,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         store,
         queue,
         client,
+        ..
     } = embedded;
     // The archive pool runs with the other pools; the index is searched either way (another
     // process may hold its writer: then this server searches what that one commits).

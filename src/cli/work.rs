@@ -98,6 +98,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         store,
         queue,
         client,
+        ..
     } = embedded;
     let request_headers = client.request_headers();
     if config.webhooks.secret.is_some() {

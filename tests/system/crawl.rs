@@ -363,3 +363,62 @@ async fn a_second_crawl_follows_links_from_cached_pages() {
     assert_eq!(server.hits("/site/"), fetches, "served from the cache");
     crawler.stop().await;
 }
+
+/// Two processes' gates on one Redis (as two workers would have) share each host's budget:
+/// one request in flight at a time and the minimum delay between starts, across both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn politeness_through_redis_holds_across_workers() {
+    let redis = crate::queue::RedisServer::start("noeviction");
+    let config = politeness::Config {
+        max_concurrent_per_host: 1,
+        min_delay_ms: 200,
+        ..politeness::Config::default()
+    };
+    let gates = [
+        trawl::crawl::SharedGate::connect(&redis.url(), "polite-test", &config)
+            .await
+            .expect("connects"),
+        trawl::crawl::SharedGate::connect(&redis.url(), "polite-test", &config)
+            .await
+            .expect("connects"),
+    ];
+    let origin = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..6 {
+        let gate = gates[n % 2].clone();
+        tasks.spawn(async move {
+            let turn = gate
+                .acquire("site.test", Duration::from_millis(200))
+                .await
+                .expect("a turn");
+            let start = origin.elapsed();
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            let end = origin.elapsed();
+            drop(turn);
+            (start, end)
+        });
+    }
+    let mut spans = Vec::new();
+    while let Some(span) = tasks.join_next().await {
+        spans.push(span.expect("task"));
+    }
+    spans.sort();
+    for pair in spans.windows(2) {
+        let ((start, end), (next_start, _)) = (pair[0], pair[1]);
+        assert!(
+            next_start >= end,
+            "two requests in flight at once: {spans:?}"
+        );
+        assert!(
+            next_start - start >= Duration::from_millis(180),
+            "starts closer than the delay: {spans:?}"
+        );
+    }
+    // Another host is not held up by this one.
+    let other = tokio::time::timeout(
+        Duration::from_millis(150),
+        gates[0].acquire("other.test", Duration::from_millis(200)),
+    )
+    .await;
+    assert!(other.is_ok(), "another host waited");
+}
