@@ -292,3 +292,73 @@ async fn a_paused_worker_resumed_after_recovery_cannot_commit_late() {
     paused.start_kill().expect("SIGKILL");
     let _ = paused.wait().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_batch_exits_in_bounded_time_and_releases_the_rest() {
+    let Cluster {
+        server,
+        redis,
+        db,
+        store,
+        queue,
+    } = Cluster::start().await;
+    // 60 pages of 1 s each, 16 at a time: about 4 s of work when SIGTERM comes after 1.5 s.
+    let batch = ulid::Ulid::generate().to_string();
+    let mut jobs = Vec::new();
+    let mut envelopes = Vec::new();
+    for n in 0..60 {
+        let id = ulid::Ulid::generate().to_string();
+        let job = Job::Fetch(FetchJob::new(
+            server.url(&format!("/slow/article/{n}?ms=1000")),
+        ));
+        jobs.push(NewJob {
+            batch_id: Some(batch.clone()),
+            ..NewJob::new(&id, &job, 3)
+        });
+        envelopes.push(Envelope {
+            batch_id: Some(batch.clone()),
+            ..Envelope::new(id, job)
+        });
+    }
+    store.create_jobs(&jobs).await.expect("jobs recorded");
+    queue.push(envelopes).await.expect("jobs queued");
+
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let mut first = worker(dirs[0].path(), &redis, &db);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    signal(&first, "TERM");
+    let stopped = tokio::time::timeout(Duration::from_secs(40), first.wait())
+        .await
+        .expect("the worker exits within the shutdown grace (30 s) and a margin")
+        .expect("waits");
+    assert!(stopped.success(), "a graceful stop exits 0: {stopped:?}");
+    let done_by_first = count(&store, &batch, Status::Succeeded).await;
+    assert!(
+        (1..60).contains(&done_by_first),
+        "the worker was stopped mid-batch: {done_by_first} done"
+    );
+
+    // Nothing is lost: another worker finishes the rest, each job once.
+    let mut second = worker(dirs[1].path(), &redis, &db);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while count(&store, &batch, Status::Succeeded).await < 60 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            store.count_by_status(Some(&batch)).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        store.count_by_status(Some(&batch)).await.expect("counts"),
+        vec![(Status::Succeeded, 60)]
+    );
+    let ended = store.ended_since(&batch, 0, 100).await.expect("reads");
+    let seqs: HashSet<i64> = ended.iter().map(|job| job.done_seq).collect();
+    assert_eq!(seqs.len(), 60, "one end per job");
+    second.start_kill().expect("SIGKILL");
+    let _ = second.wait().await;
+}
