@@ -50,16 +50,19 @@
 #![allow(clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/labelled.rs"]
+mod labelled;
+
+use labelled::{Page, load};
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use trawl_workers::archive::chunk::{Chunk, ChunkOptions, chunk_markdown, strip_link_destinations};
 use trawl_workers::archive::index::{Added, ArchiveIndex, ArchiveWriter, PageDoc, SearchQuery};
 use trawl_workers::job::Format;
-use trawl_workers::web::{charset, extract};
+use trawl_workers::web::extract;
 
 const TARGET_CHUNKS_PER_S: f64 = 2_000.0;
 const TARGET_P99_MS: f64 = 20.0;
@@ -187,41 +190,6 @@ fn number(name: &str, default: usize) -> usize {
 }
 
 // ---------- the labelled set ----------
-
-/// One page of the labelled set, as `benches/extract.rs` loads it.
-struct Page {
-    id: String,
-    url: url::Url,
-    html: String,
-}
-
-fn load(set: &Path) -> Vec<Page> {
-    let truth: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(set.join("ground-truth.json")).expect("ground truth readable"),
-    )
-    .expect("ground truth is json");
-    let mut pages = Vec::new();
-    for (id, entry) in truth.as_object().expect("an object of pages") {
-        let url = entry["url"]
-            .as_str()
-            .and_then(|url| url::Url::parse(url).ok())
-            .unwrap_or_else(|| url::Url::parse("http://localhost/").expect("valid"));
-        let file = std::fs::File::open(set.join("html").join(format!("{id}.html.gz")))
-            .expect("page readable");
-        let mut bytes = Vec::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_end(&mut bytes)
-            .expect("page decompresses");
-        let html = charset::decode(&bytes, None, true).text;
-        pages.push(Page {
-            id: id.clone(),
-            url,
-            html,
-        });
-    }
-    pages.sort_by(|a, b| a.id.cmp(&b.id));
-    pages
-}
 
 /// A page after extraction: what the archive pool would read from the store.
 struct Doc {

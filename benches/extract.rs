@@ -13,24 +13,21 @@
 #![allow(clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/labelled.rs"]
+mod labelled;
 
-use std::io::Read as _;
+use labelled::load;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use trawl_workers::job::Format;
-use trawl_workers::web::{charset, extract};
+use trawl_workers::web::extract;
 
 const RUNS: usize = 3;
 const TARGET_F1: f64 = 0.96;
 const TARGET_PAGES_PER_S: f64 = 150.0;
-
-struct Page {
-    id: String,
-    url: url::Url,
-    html: String,
-}
 
 fn main() {
     let root = std::env::var_os("TRAWL_EXTRACTION_BENCH")
@@ -105,34 +102,6 @@ fn main() {
             );
         }
     }
-}
-
-fn load(set: &Path) -> Vec<Page> {
-    let truth: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(set.join("ground-truth.json")).expect("ground truth readable"),
-    )
-    .expect("ground truth is json");
-    let mut pages = Vec::new();
-    for (id, entry) in truth.as_object().expect("an object of pages") {
-        let url = entry["url"]
-            .as_str()
-            .and_then(|url| url::Url::parse(url).ok())
-            .unwrap_or_else(|| url::Url::parse("http://localhost/").expect("valid"));
-        let file = std::fs::File::open(set.join("html").join(format!("{id}.html.gz")))
-            .expect("page readable");
-        let mut bytes = Vec::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_end(&mut bytes)
-            .expect("page decompresses");
-        let html = charset::decode(&bytes, None, true).text;
-        pages.push(Page {
-            id: id.clone(),
-            url,
-            html,
-        });
-    }
-    pages.sort_by(|a, b| a.id.cmp(&b.id));
-    pages
 }
 
 /// Runs the set's scorer on a directory of predictions, prints its report, returns F1.

@@ -6,8 +6,9 @@
 //! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion, per-host
 //!   politeness (in process, or shared through Redis).
 //! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
-//! - `store`: jobs, pages and blobs (SQLite via sqlx; zstd, content-addressed by sha256).
-//! - `queue`: job envelopes delivered at least once (apalis-sqlite).
+//! - `store`: jobs, pages, blobs, crawls (SQLite or PostgreSQL via sqlx; zstd,
+//!   content-addressed by sha256).
+//! - `queue`: job envelopes delivered at least once (apalis-sqlite, or apalis-redis).
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
 //! - `archive`: the archive pool: pending pages → chunks → tantivy index, responses → WARC.
 //! - `cache`: fresh pages, in an in-process LRU over the store.
@@ -19,7 +20,8 @@
 //! - `telemetry`: logging setup.
 //!
 //! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
-//! only, axum by `api` (and `cli/serve.rs`, which starts it) only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
+//! only, redis by `queue` and `crawl` (the shared politeness gate) only, axum by `api` (and
+//! `cli/serve.rs`, which starts it) only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
 //! records one result. Jobs carry ids, URLs and options, never page bodies.
 
 pub mod api;

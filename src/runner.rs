@@ -493,38 +493,35 @@ async fn follow_links(
         .as_deref()
         .and_then(|canonical| url::Url::parse(canonical).ok());
     let key = |url: &url::Url| trawl_workers::crawl::crawl_key(url);
-    if let (Some(final_url), Some(canonical)) = (&final_url, &canonical)
-        && key(canonical) != key(final_url)
+    // One write records both as seen: the final URL (so no other link fetches a redirect's
+    // target again) and a canonical URL other than it (already seen: this page is a
+    // duplicate).
+    let final_key = final_url.as_ref().map(key);
+    let canonical_key = canonical
+        .as_ref()
+        .map(key)
+        .filter(|canonical| Some(canonical) != final_key.as_ref());
+    let keys: Vec<String> = final_key.iter().chain(&canonical_key).cloned().collect();
+    let new = context.store.add_crawl_urls(&plan.id, &keys).await?;
+    if let (Some(canonical_key), Some(canonical)) = (&canonical_key, &canonical)
+        && !new.contains(canonical_key)
     {
-        let new = context
-            .store
-            .add_crawl_urls(&plan.id, &[key(canonical)])
-            .await?;
-        if new.is_empty() {
-            context
-                .store
-                .count_crawl(
-                    &plan.id,
-                    &store::CrawlCounters {
-                        skipped_duplicate: 1,
-                        ..store::CrawlCounters::default()
-                    },
-                )
-                .await?;
-            let mut error = JobError::new(
-                ErrorCode::DuplicateContent,
-                "the page's canonical URL is a page this crawl already has",
-            );
-            error.evidence = Some(canonical.to_string());
-            return Ok(Some(error));
-        }
-    }
-    if let Some(final_url) = &final_url {
-        // A redirect's target is seen too, so no other link fetches it again.
         context
             .store
-            .add_crawl_urls(&plan.id, &[key(final_url)])
+            .count_crawl(
+                &plan.id,
+                &store::CrawlCounters {
+                    skipped_duplicate: 1,
+                    ..store::CrawlCounters::default()
+                },
+            )
             .await?;
+        let mut error = JobError::new(
+            ErrorCode::DuplicateContent,
+            "the page's canonical URL is a page this crawl already has",
+        );
+        error.evidence = Some(canonical.to_string());
+        return Ok(Some(error));
     }
     let links: Vec<(url::Url, u32)> = info
         .links

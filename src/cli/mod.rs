@@ -181,8 +181,8 @@ impl Embedded {
         })
     }
 
-    /// The runner context over these parts.
-    fn context(&self, config: &Config) -> crate::runner::Context {
+    /// The runner context over these parts (with webhooks when `webhooks.secret` is set).
+    fn context(&self, config: &Config) -> anyhow::Result<crate::runner::Context> {
         let fetch = trawl_workers::fetch::Deps {
             client: self.client.clone(),
             config: config.fetch.clone(),
@@ -195,7 +195,14 @@ impl Embedded {
             crawls = crawls.with_shared_gate(gate.clone());
         }
         context.crawls = std::sync::Arc::new(crawls);
-        context
+        // Events are signed, so webhooks need the secret; jobs without a webhook send none.
+        if config.webhooks.secret.is_some() {
+            context.webhooks = Some(
+                crate::webhooks::Webhooks::new(self.client.clone(), config.webhooks.clone())
+                    .map_err(anyhow::Error::msg)?,
+            );
+        }
+        Ok(context)
     }
 }
 

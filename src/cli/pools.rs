@@ -1,7 +1,9 @@
-//! The pools a one-shot command (`run`, `crawl`) runs in-process: the fetch pool, and the
-//! archive pool when asked; stopped in order at the end (fetch first, then the archive pool
+//! Starting the pools in a command's process: the fetch pool and the archive pool, for the
+//! long-running commands (`serve`, `work`: stopped by a shutdown future) and the one-shot ones
+//! (`run`, `crawl`: [`Pools`], stopped in order at the end, fetch first, then the archive pool
 //! drains what is pending).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,30 +39,20 @@ impl Pools {
         archive: bool,
     ) -> anyhow::Result<Pools> {
         let archive = if archive {
-            let archiver = Archiver::open(
-                context.store.clone(),
-                &config.data_dir,
-                config.archive.clone(),
-                context.fetch.client.request_headers(),
-            )
+            let (stop, stopped) = oneshot::channel::<()>();
+            let pool = spawn_archive_pool(&context, config, Stop::Drain, async move {
+                let _ = stopped.await;
+            })
             .context(
                 "opening the archive (is another trawl archiving into this data directory?)",
             )?;
-            let (stop, stopped) = oneshot::channel::<()>();
-            let pool = tokio::spawn(archiver.run(Stop::Drain, async move {
-                let _ = stopped.await;
-            }));
             Some((stop, pool))
         } else {
             None
         };
         let (stop_fetch, stopped) = oneshot::channel::<()>();
-        let queue = queue.clone();
-        let fetch = tokio::spawn(async move {
-            runner::run_pool(context, &queue, async move {
-                let _ = stopped.await;
-            })
-            .await
+        let fetch = spawn_fetch_pool(context, queue, async move {
+            let _ = stopped.await;
         });
         Ok(Pools {
             stop_fetch,
@@ -87,5 +79,42 @@ impl Pools {
             eprintln!("trawl: archiving the remaining pages...");
         }
         Ok(Some(pool.await.context("the archive pool failed")??))
+    }
+}
+
+/// Starts the fetch pool on `queue`; it stops taking jobs when `shutdown` completes.
+pub(super) fn spawn_fetch_pool(
+    context: Arc<Context>,
+    queue: &Queue,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> JoinHandle<Result<(), String>> {
+    let queue = queue.clone();
+    tokio::spawn(async move { runner::run_pool(context, &queue, shutdown).await })
+}
+
+/// Starts the archive pool of the data directory (it fails with `index::Error::Busy` when
+/// another process archives into it), stopping as `stop` says once `shutdown` completes.
+pub(super) fn spawn_archive_pool(
+    context: &Context,
+    config: &Config,
+    stop: Stop,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<JoinHandle<Result<Stats, archive::Error>>, archive::Error> {
+    let archiver = Archiver::open(
+        context.store.clone(),
+        &config.data_dir,
+        config.archive.clone(),
+        context.fetch.client.request_headers(),
+    )?;
+    Ok(tokio::spawn(archiver.run(stop, shutdown)))
+}
+
+/// Completes once `stop` says stopped: the shutdown future of `serve`'s and `work`'s pools.
+pub(super) fn stopped(
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let mut stop = stop.clone();
+    async move {
+        let _ = stop.wait_for(|stopped| *stopped).await;
     }
 }

@@ -100,7 +100,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         None => None,
     };
     let embedded = Embedded::open(&config).await?;
-    let context = Arc::new(embedded.context(&config));
+    let context = Arc::new(embedded.context(&config)?);
     let Embedded {
         store,
         queue,

@@ -10,11 +10,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::sync::watch;
 
-use super::Embedded;
+use super::{Embedded, pools};
 use crate::api::{self, AppState};
 use crate::config::Config;
-use crate::runner;
-use crate::webhooks::Webhooks;
 
 /// Arguments of `trawl serve`.
 #[derive(Debug, clap::Args)]
@@ -47,57 +45,28 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     config.validate()?;
     let embedded = Embedded::open(&config).await?;
-    let mut context = embedded.context(&config);
-    let Embedded {
-        store,
-        queue,
-        client,
-        ..
-    } = embedded;
-    // The archive pool runs with the other pools; the index is searched either way (another
-    // process may hold its writer: then this server searches what that one commits).
-    let request_headers = client.request_headers();
-    if config.webhooks.secret.is_some() {
-        context.webhooks =
-            Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
-    }
+    let context = Arc::new(embedded.context(&config)?);
+    let Embedded { store, queue, .. } = embedded;
+    // The index is searched whether or not this server archives (another process may hold
+    // its writer: then this server searches what that one commits).
     let archive_index = trawl_workers::archive::index::ArchiveIndex::open_or_create(
         &crate::archive::index_dir(&config.data_dir),
     )
     .context("opening the archive index")?;
-    let context = Arc::new(context);
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let pool = (!args.no_pools).then(|| {
-        let pool_context = context.clone();
-        let pool_queue = queue.clone();
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            runner::run_pool(pool_context, &pool_queue, async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            })
-            .await
-        })
-    });
-
+    let pool = (!args.no_pools)
+        .then(|| pools::spawn_fetch_pool(context.clone(), &queue, pools::stopped(&stop_rx)));
     let archiver = if args.no_pools {
         None
     } else {
-        match crate::archive::Archiver::open(
-            store.clone(),
-            &config.data_dir,
-            config.archive.clone(),
-            request_headers,
+        match pools::spawn_archive_pool(
+            &context,
+            &config,
+            crate::archive::Stop::Now,
+            pools::stopped(&stop_rx),
         ) {
-            Ok(archiver) => {
-                let mut stop = stop_rx.clone();
-                Some(tokio::spawn(archiver.run(
-                    crate::archive::Stop::Now,
-                    async move {
-                        let _ = stop.wait_for(|stopped| *stopped).await;
-                    },
-                )))
-            }
+            Ok(archiver) => Some(archiver),
             Err(error) => {
                 eprintln!("trawl: no archive pool here: {error}");
                 None

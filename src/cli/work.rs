@@ -13,10 +13,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::sync::watch;
 
-use super::Embedded;
+use super::{Embedded, pools};
 use crate::config::Config;
-use crate::runner;
-use crate::webhooks::Webhooks;
 
 /// Arguments of `trawl work`.
 #[derive(Debug, clap::Args)]
@@ -93,50 +91,27 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     config.validate()?;
     let embedded = Embedded::open(&config).await?;
-    let mut context = embedded.context(&config);
-    let Embedded {
-        store,
-        queue,
-        client,
-        ..
-    } = embedded;
-    let request_headers = client.request_headers();
-    if config.webhooks.secret.is_some() {
-        context.webhooks =
-            Some(Webhooks::new(client, config.webhooks.clone()).map_err(anyhow::Error::msg)?);
-    }
-    let context = Arc::new(context);
+    let context = Arc::new(embedded.context(&config)?);
+    let Embedded { store, queue, .. } = embedded;
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let archiver = if sizes.archive > 0 {
-        let archiver = crate::archive::Archiver::open(
-            store.clone(),
-            &config.data_dir,
-            config.archive.clone(),
-            request_headers,
+        Some(
+            pools::spawn_archive_pool(
+                &context,
+                &config,
+                crate::archive::Stop::Now,
+                pools::stopped(&stop_rx),
+            )
+            .context(
+                "opening the archive (is another trawl archiving into this data directory?)",
+            )?,
         )
-        .context("opening the archive (is another trawl archiving into this data directory?)")?;
-        let mut stop = stop_rx.clone();
-        Some(tokio::spawn(archiver.run(
-            crate::archive::Stop::Now,
-            async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            },
-        )))
     } else {
         None
     };
-    let pool = (sizes.fetch > 0).then(|| {
-        let pool_context = context.clone();
-        let pool_queue = queue.clone();
-        let mut stop = stop_rx.clone();
-        tokio::spawn(async move {
-            runner::run_pool(pool_context, &pool_queue, async move {
-                let _ = stop.wait_for(|stopped| *stopped).await;
-            })
-            .await
-        })
-    });
+    let pool = (sizes.fetch > 0)
+        .then(|| pools::spawn_fetch_pool(context.clone(), &queue, pools::stopped(&stop_rx)));
     eprintln!(
         "trawl: working (fetch={}, archive={}; queue: {}, store: {})",
         sizes.fetch,

@@ -14,7 +14,7 @@ use trawl_workers::archive::index::{ArchiveIndex, SearchQuery};
 use trawl_workers::job::{FetchJob, Job};
 use trawl_workers::testing::FixtureServer;
 
-use crate::context_in;
+use crate::{context_in, trawl_command as trawl};
 
 /// Fetches `paths` from the fixture server as jobs with `archive: true`.
 async fn fetch_for_archive(context: &Context, server: &FixtureServer, paths: &[String]) {
@@ -245,18 +245,6 @@ fn warcio() -> PathBuf {
         path.display()
     );
     path
-}
-
-fn trawl(data_dir: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("DATABASE_URL")
-        .env_remove("REDIS_URL")
-        .env("TRAWL_LOG", "error");
-    command
 }
 
 fn succeeds(command: &mut std::process::Command) -> String {

@@ -8,15 +8,8 @@ use tokio::io::AsyncWriteExt as _;
 use trawl_workers::testing::FixtureServer;
 
 fn trawl(data_dir: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("DATABASE_URL")
-        .env_remove("REDIS_URL")
-        .env("TRAWL_LOG", "error")
-        .kill_on_drop(true);
+    let mut command = tokio::process::Command::from(crate::trawl_command(data_dir));
+    command.kill_on_drop(true);
     command
 }
 

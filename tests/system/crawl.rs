@@ -295,9 +295,7 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let seed = server.url("/site/2");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .arg("--data-dir")
-        .arg(dir.path())
+    let output = tokio::process::Command::from(crate::trawl_command(dir.path()))
         .args([
             "crawl",
             "--quiet",
@@ -306,10 +304,6 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
             "3",
         ])
         .arg(&seed)
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("DATABASE_URL")
-        .env_remove("REDIS_URL")
-        .env("TRAWL_LOG", "error")
         .env("TRAWL_POLITENESS__MIN_DELAY_MS", "0")
         .kill_on_drop(true)
         .output()
@@ -326,13 +320,8 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
     // The fixture's robots.txt has a group for trawl (Crawl-delay: 1): it was read and obeyed.
     assert_eq!(server.hits("/robots.txt"), 1);
 
-    let bad = tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .arg("--data-dir")
-        .arg(dir.path())
+    let bad = tokio::process::Command::from(crate::trawl_command(dir.path()))
         .args(["crawl", "--include", "no-slash", &seed])
-        .env_remove("TRAWL_CONFIG")
-        .env_remove("DATABASE_URL")
-        .env_remove("REDIS_URL")
         .output()
         .await
         .expect("trawl runs");

@@ -18,12 +18,8 @@ const JOBS: u64 = 2_000;
 const NAMESPACE: &str = "faults";
 
 fn worker(data_dir: &std::path::Path, redis: &RedisServer, db: &TestDb) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_trawl"))
-        .arg("--data-dir")
-        .arg(data_dir)
+    tokio::process::Command::from(crate::trawl_command(data_dir))
         .args(["work", "--pools", "fetch=16", "--allow-private-network"])
-        .env_remove("TRAWL_CONFIG")
-        .env("TRAWL_LOG", "error")
         .env("REDIS_URL", redis.url())
         .env("DATABASE_URL", &db.url)
         .env("TRAWL_NAMESPACE", NAMESPACE)
@@ -70,6 +66,39 @@ impl Cluster {
     }
 }
 
+/// Records a fetch job per URL in a new batch and queues them (500 at a time). Returns the
+/// batch id and the job ids.
+async fn submit(
+    store: &Store,
+    queue: &Queue,
+    urls: impl IntoIterator<Item = String>,
+    max_attempts: u32,
+) -> (String, Vec<String>) {
+    let batch = ulid::Ulid::generate().to_string();
+    let urls: Vec<String> = urls.into_iter().collect();
+    let mut ids = Vec::with_capacity(urls.len());
+    for chunk in urls.chunks(500) {
+        let mut jobs = Vec::new();
+        let mut envelopes = Vec::new();
+        for url in chunk {
+            let id = ulid::Ulid::generate().to_string();
+            let job = Job::Fetch(FetchJob::new(url.clone()));
+            jobs.push(NewJob {
+                batch_id: Some(batch.clone()),
+                ..NewJob::new(&id, &job, max_attempts)
+            });
+            envelopes.push(Envelope {
+                batch_id: Some(batch.clone()),
+                ..Envelope::new(id.clone(), job)
+            });
+            ids.push(id);
+        }
+        store.create_jobs(&jobs).await.expect("jobs recorded");
+        queue.push(envelopes).await.expect("jobs queued");
+    }
+    (batch, ids)
+}
+
 async fn count(store: &Store, batch: &str, status: Status) -> u64 {
     store
         .count_by_status(Some(batch))
@@ -90,25 +119,8 @@ async fn a_worker_killed_mid_batch_loses_no_job_and_doubles_none() {
         queue,
     } = Cluster::start().await;
 
-    let batch = ulid::Ulid::generate().to_string();
-    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(500) {
-        let mut jobs = Vec::new();
-        let mut envelopes = Vec::new();
-        for n in chunk {
-            let id = ulid::Ulid::generate().to_string();
-            let job = Job::Fetch(FetchJob::new(server.url(&format!("/site/{n}"))));
-            jobs.push(NewJob {
-                batch_id: Some(batch.clone()),
-                ..NewJob::new(&id, &job, 3)
-            });
-            envelopes.push(Envelope {
-                batch_id: Some(batch.clone()),
-                ..Envelope::new(id, job)
-            });
-        }
-        store.create_jobs(&jobs).await.expect("jobs recorded");
-        queue.push(envelopes).await.expect("jobs queued");
-    }
+    let urls = (0..JOBS).map(|n| server.url(&format!("/site/{n}")));
+    let (batch, _) = submit(&store, &queue, urls, 3).await;
 
     let dirs = [
         tempfile::tempdir().expect("tempdir"),
@@ -213,20 +225,8 @@ async fn a_paused_worker_resumed_after_recovery_cannot_commit_late() {
         queue,
     } = Cluster::start().await;
     // One job whose page takes 3 s to come: the first worker is paused while fetching it.
-    let batch = ulid::Ulid::generate().to_string();
-    let id = ulid::Ulid::generate().to_string();
-    let job = Job::Fetch(FetchJob::new(server.url("/slow/article/1?ms=3000")));
-    store
-        .create_jobs(&[NewJob {
-            batch_id: Some(batch.clone()),
-            ..NewJob::new(&id, &job, 5)
-        }])
-        .await
-        .expect("job recorded");
-    queue
-        .push(vec![Envelope::new(id.clone(), job)])
-        .await
-        .expect("job queued");
+    let (batch, ids) = submit(&store, &queue, [server.url("/slow/article/1?ms=3000")], 5).await;
+    let id = ids[0].clone();
 
     let dirs = [
         tempfile::tempdir().expect("tempdir"),
@@ -303,25 +303,8 @@ async fn sigterm_during_a_batch_exits_in_bounded_time_and_releases_the_rest() {
         queue,
     } = Cluster::start().await;
     // 60 pages of 1 s each, 16 at a time: about 4 s of work when SIGTERM comes after 1.5 s.
-    let batch = ulid::Ulid::generate().to_string();
-    let mut jobs = Vec::new();
-    let mut envelopes = Vec::new();
-    for n in 0..60 {
-        let id = ulid::Ulid::generate().to_string();
-        let job = Job::Fetch(FetchJob::new(
-            server.url(&format!("/slow/article/{n}?ms=1000")),
-        ));
-        jobs.push(NewJob {
-            batch_id: Some(batch.clone()),
-            ..NewJob::new(&id, &job, 3)
-        });
-        envelopes.push(Envelope {
-            batch_id: Some(batch.clone()),
-            ..Envelope::new(id, job)
-        });
-    }
-    store.create_jobs(&jobs).await.expect("jobs recorded");
-    queue.push(envelopes).await.expect("jobs queued");
+    let urls = (0..60).map(|n| server.url(&format!("/slow/article/{n}?ms=1000")));
+    let (batch, _) = submit(&store, &queue, urls, 3).await;
 
     let dirs = [
         tempfile::tempdir().expect("tempdir"),

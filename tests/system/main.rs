@@ -41,3 +41,36 @@ pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Contex
     };
     Arc::new(Context::new(store, fetch, runner_config))
 }
+
+/// Records a fetch job in the batch "test" and returns its envelope (not yet queued).
+pub async fn enqueue(
+    context: &Context,
+    job: trawl_workers::job::FetchJob,
+) -> trawl::queue::Envelope {
+    let id = ulid::Ulid::generate().to_string();
+    let job = trawl_workers::job::Job::Fetch(job);
+    let new_job = trawl::store::NewJob {
+        batch_id: Some("test".to_owned()),
+        ..trawl::store::NewJob::new(&id, &job, context.config.max_attempts)
+    };
+    context
+        .store
+        .create_jobs(&[new_job])
+        .await
+        .expect("job recorded");
+    trawl::queue::Envelope::new(id, job)
+}
+
+/// The real `trawl` binary on `data_dir`, with no configuration from the environment that
+/// runs the tests (no trawl.toml, no database or Redis URL) and errors-only logs.
+pub fn trawl_command(data_dir: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trawl"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env_remove("TRAWL_CONFIG")
+        .env_remove("DATABASE_URL")
+        .env_remove("REDIS_URL")
+        .env("TRAWL_LOG", "error");
+    command
+}

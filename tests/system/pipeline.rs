@@ -5,28 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use trawl::queue::{Envelope, Queue};
+use trawl::queue::Queue;
 use trawl::runner::{self, Context};
-use trawl::store::{Attempt, NewJob, Status};
-use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Job};
+use trawl::store::{Attempt, Status};
+use trawl_workers::job::{ErrorCode, FetchJob, FetchResult};
 use trawl_workers::testing::FixtureServer;
 
-use crate::context_in;
-
-async fn enqueue(context: &Context, job: FetchJob) -> Envelope {
-    let id = ulid::Ulid::generate().to_string();
-    let job = Job::Fetch(job);
-    let new_job = NewJob {
-        batch_id: Some("test".to_owned()),
-        ..NewJob::new(&id, &job, context.config.max_attempts)
-    };
-    context
-        .store
-        .create_jobs(&[new_job])
-        .await
-        .expect("job recorded");
-    Envelope::new(id, job)
-}
+use crate::{context_in, enqueue};
 
 async fn result_of(context: &Context, id: &str) -> FetchResult {
     let job = context.store.job(id).await.expect("reads").expect("exists");

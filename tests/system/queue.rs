@@ -12,11 +12,11 @@ use std::time::Duration;
 use redis::AsyncCommands as _;
 use trawl::queue::{Envelope, Error, Queue, Settings};
 use trawl::runner::{self, Context};
-use trawl::store::{NewJob, Status};
+use trawl::store::Status;
 use trawl_workers::job::{FetchJob, Job};
 use trawl_workers::testing::FixtureServer;
 
-use crate::context_in;
+use crate::{context_in, enqueue};
 
 /// A `redis-server` child on a free loopback port, killed when dropped.
 pub(crate) struct RedisServer {
@@ -150,21 +150,6 @@ async fn open_queue(
             (queue, Some(server))
         }
     }
-}
-
-async fn enqueue(context: &Context, job: FetchJob) -> Envelope {
-    let id = ulid::Ulid::generate().to_string();
-    let job = Job::Fetch(job);
-    let new_job = NewJob {
-        batch_id: Some("test".to_owned()),
-        ..NewJob::new(&id, &job, context.config.max_attempts)
-    };
-    context
-        .store
-        .create_jobs(&[new_job])
-        .await
-        .expect("job recorded");
-    Envelope::new(id, job)
 }
 
 fn pool_config() -> runner::Config {
