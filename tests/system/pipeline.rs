@@ -1,11 +1,7 @@
 //! The runner with real parts: jobs fetched from the fixture server, stored, served from the
-//! cache, retried, failed, dead, and delivered twice without doubling; then the whole pool
-//! through the apalis-sqlite queue.
+//! cache, retried, failed, dead, and delivered twice without doubling. The whole pool through
+//! a queue is in `queue::` (on SQLite and Redis).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use trawl::queue::Queue;
 use trawl::runner::{self, Context};
 use trawl::store::{Attempt, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, FetchResult};
@@ -246,64 +242,4 @@ async fn a_job_whose_worker_keeps_dying_ends_dead() {
     assert_eq!(job.status, Status::Dead);
     assert_eq!(job.error.expect("error").code, ErrorCode::WorkerLost);
     assert_eq!(server.hits("/article/1"), 0);
-}
-
-#[tokio::test]
-async fn the_pool_drains_the_queue() {
-    let server = FixtureServer::start().await.expect("fixture");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner::Config {
-        concurrency: 8,
-        ..fast_retries()
-    };
-    let context = context_in(dir.path(), config.clone()).await;
-    let queue = Queue::open(
-        &dir.path().join("queue.sqlite"),
-        "test",
-        config.queue_settings(),
-    )
-    .await
-    .expect("queue opens");
-    let mut envelopes = Vec::new();
-    for n in 0..40 {
-        envelopes.push(enqueue(&context, FetchJob::new(server.url(&format!("/site/{n}")))).await);
-    }
-    queue.push(envelopes.clone()).await.expect("pushed");
-
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let pool_context: Arc<Context> = context.clone();
-    let pool_queue = queue.clone();
-    let pool = tokio::spawn(async move {
-        runner::run_pool(pool_context, &pool_queue, async move {
-            let _ = stop_rx.await;
-        })
-        .await
-    });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let counts = context
-            .store
-            .count_by_status(Some("test"))
-            .await
-            .expect("counts");
-        if counts == vec![(Status::Succeeded, 40)] {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "pool did not drain: {counts:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let _ = stop_tx.send(());
-    pool.await.expect("pool task").expect("pool stops cleanly");
-    let requests = server.requests();
-    for n in 0..40 {
-        let path = format!("/site/{n}");
-        let hits = requests
-            .iter()
-            .filter(|request| request.path_and_query == path)
-            .count();
-        assert_eq!(hits, 1, "{path} fetched once");
-    }
 }
