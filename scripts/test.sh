@@ -15,6 +15,8 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # The queue tests start their own redis-server on a loopback port inside the namespace.
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+# The browser tests drive the system Chromium (never a downloaded one).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${missing[@]}"

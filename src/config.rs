@@ -52,6 +52,8 @@ pub struct Config {
     pub archive: archive::Config,
     /// Per-host politeness of crawls.
     pub politeness: trawl_workers::crawl::politeness::Config,
+    /// The browser pool: Chromium, contexts, recycling, action limits.
+    pub browse: trawl_workers::browse::Config,
 }
 
 impl Default for Config {
@@ -69,6 +71,7 @@ impl Default for Config {
             webhooks: webhooks::Config::default(),
             archive: archive::Config::default(),
             politeness: trawl_workers::crawl::politeness::Config::default(),
+            browse: trawl_workers::browse::Config::default(),
         }
     }
 }
@@ -151,6 +154,7 @@ impl Config {
         self.webhooks.validate().map_err(Error::Invalid)?;
         self.archive.validate().map_err(Error::Invalid)?;
         self.politeness.validate().map_err(Error::Invalid)?;
+        self.browse.validate().map_err(Error::Invalid)?;
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;

@@ -129,6 +129,9 @@ pub struct Context {
     pub queue: Option<Queue>,
     /// What the crawls of this process share: politeness gate, robots.txt, plans.
     pub crawls: Arc<crate::crawl::Crawls>,
+    /// The browser pool (render and browse jobs); without it such jobs fail with
+    /// `browser_failed`.
+    pub browser: Option<trawl_workers::browse::Pool>,
 }
 
 impl Context {
@@ -148,6 +151,7 @@ impl Context {
             crawls: Arc::new(crate::crawl::Crawls::new(
                 &trawl_workers::crawl::politeness::Config::default(),
             )),
+            browser: None,
         }
     }
 }
@@ -337,6 +341,10 @@ async fn run_attempts(
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
+            Job::Browse(job) => match run_browse(context, envelope, number, job).await? {
+                Ok(ended) => return Ok(ended),
+                Err(error) => error,
+            },
         };
         if !error.transient {
             tracing::debug!(code = %error.code, "job failed");
@@ -417,11 +425,11 @@ async fn run_fetch(
         ),
         None => None,
     };
-    let fetched = fetch::run(job, &context.fetch).await;
+    let fetched = fetch_or_render(context, job).await;
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
-        Err(error) => return Ok(Err(error.to_job_error())),
+        Err(error) => return Ok(Err(error)),
     };
     if let Some((plan, depth)) = &crawl
         && let Some(duplicate) = follow_links(context, plan, *depth, &fetched.info).await?
@@ -471,6 +479,62 @@ async fn run_fetch(
         context.cache.insert(url.as_str(), &stored_hash, page);
     }
     Ok(Ok(ended))
+}
+
+/// Fetches over plain HTTP or renders in the browser, as the job asks: `render: true` in the
+/// browser; `"auto"` over HTTP first, then in the browser when the page looks built by
+/// JavaScript (an app shell, or little text and scripts).
+async fn fetch_or_render(context: &Context, job: &FetchJob) -> Result<fetch::Fetched, JobError> {
+    use trawl_workers::browse::render;
+    if job.render.is_on() {
+        let pool = browser(context)?;
+        return render::render(pool, job, &context.fetch).await;
+    }
+    let plain = fetch::run(job, &context.fetch)
+        .await
+        .map_err(|error| error.to_job_error());
+    match &context.browser {
+        Some(pool) if job.render.is_auto() && render::looks_js_built(&plain) => {
+            tracing::debug!("the page looks built by JavaScript; rendering it");
+            render::render(pool, job, &context.fetch).await
+        }
+        _ => plain,
+    }
+}
+
+fn browser(context: &Context) -> Result<&trawl_workers::browse::Pool, JobError> {
+    context.browser.as_ref().ok_or_else(|| {
+        JobError::new(
+            ErrorCode::BrowserFailed,
+            "this worker runs no browser pool (start it with --pools browse=N)",
+        )
+    })
+}
+
+/// Runs a browse job's script and ends the job with its steps.
+async fn run_browse(
+    context: &Context,
+    envelope: &Envelope,
+    attempt: u32,
+    job: &trawl_workers::job::BrowseJob,
+) -> Result<Result<Option<Status>, JobError>, store::Error> {
+    let pool = match browser(context) {
+        Ok(pool) => pool,
+        Err(error) => return Ok(Err(error)),
+    };
+    match trawl_workers::browse::script::run_script(pool, job).await {
+        Ok(result) => {
+            let outcome = Outcome::Succeeded {
+                result: serde_json::to_value(&result).expect("results serialise"),
+                page_id: None,
+            };
+            Ok(Ok(context
+                .store
+                .finish_attempt(&envelope.id, attempt, &outcome)
+                .await?))
+        }
+        Err(error) => Ok(Err(error)),
+    }
 }
 
 /// A crawl's page was fetched (or found fresh in the cache): records its final and canonical
@@ -716,7 +780,11 @@ fn webhook_event(kind: EventType, envelope: &Envelope, data: serde_json::Value) 
 
 /// Hashes the options that change a fetched page (the second half of the cache key).
 pub fn options_hash(job: &FetchJob) -> String {
-    let key = format!("fetch;extract={}", job.extract.as_str());
+    let mut key = format!("fetch;extract={}", job.extract.as_str());
+    if !job.render.is_off() {
+        key.push_str(";render=");
+        key.push_str(job.render.as_str());
+    }
     hex::encode(&Sha256::digest(key.as_bytes())[..8])
 }
 

@@ -87,6 +87,7 @@ impl ApiError {
             ErrorCode::BlockedDestination => StatusCode::FORBIDDEN,
             ErrorCode::Cancelled => StatusCode::CONFLICT,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::BrowserBusy => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
         ApiError {

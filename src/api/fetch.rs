@@ -42,6 +42,10 @@ pub struct FetchRequest {
     /// Also archive the page: chunks into the search index, responses into WARC files.
     #[serde(default)]
     pub archive: bool,
+    /// Render in headless Chromium: `true`, `false` (default) or `"auto"` (when the plain
+    /// page looks built by JavaScript).
+    #[serde(default)]
+    pub render: trawl_workers::job::Render,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -76,6 +80,7 @@ pub(super) async fn fetch(
         max_chars: request.max_chars,
         cache_ttl: request.cache_ttl,
         archive: request.archive,
+        render: request.render,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -109,7 +109,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         return Ok(ExitCode::from(2));
     }
     let embedded = Embedded::open(&config).await?;
-    let context = std::sync::Arc::new(embedded.context(&config)?);
+    let mut context = embedded.context(&config)?;
+    context.browser = Some(embedded.browser(&config).await?);
+    let context = std::sync::Arc::new(context);
     let Embedded { store, queue, .. } = embedded;
 
     let pools = Pools::start(context.clone(), &queue, &config, args.archive)?;

@@ -4,6 +4,7 @@
 //! Not here: any behaviour a test or the API would also need (that lives in the library).
 
 mod archive;
+mod browse;
 mod config;
 mod crawl;
 mod enqueue;
@@ -65,6 +66,11 @@ pub enum Command {
     /// the data directory (one machine only). SIGTERM or SIGINT: stop taking jobs, let running
     /// ones finish (up to api.shutdown_timeout_secs), hand the rest back to the queue.
     Work(work::Args),
+    /// Open a page in headless Chromium and run actions on it (snapshot, click, type, read,
+    /// screenshot, …); prints each action's outcome as JSON.
+    Browse(browse::BrowseArgs),
+    /// Take a PNG screenshot of a page in headless Chromium.
+    Screenshot(browse::ScreenshotArgs),
     /// Extract the main content of one local HTML document to stdout (no network).
     Extract(extract::Args),
     /// Print a stored page, or a range of its lines.
@@ -204,6 +210,17 @@ impl Embedded {
         }
         Ok(context)
     }
+
+    /// The browser pool for `config` (Chromium starts with its first job, not now).
+    async fn browser(&self, config: &Config) -> anyhow::Result<trawl_workers::browse::Pool> {
+        trawl_workers::browse::Pool::new(
+            config.browse.clone(),
+            self.client.policy_arc(),
+            self.client.dns().clone(),
+        )
+        .await
+        .map_err(anyhow::Error::from)
+    }
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM (`serve` and `work` stop gracefully on either).
@@ -237,6 +254,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Crawl(args) => crawl::run(load(&cli)?, args).await,
         Command::Enqueue(args) => enqueue::run(load(&cli)?, args).await,
         Command::Work(args) => work::run(load(&cli)?, args).await,
+        Command::Browse(args) => browse::browse(load(&cli)?, args).await,
+        Command::Screenshot(args) => browse::screenshot(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Read(args) => read::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,

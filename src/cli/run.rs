@@ -100,7 +100,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         None => None,
     };
     let embedded = Embedded::open(&config).await?;
-    let context = Arc::new(embedded.context(&config)?);
+    let mut context = embedded.context(&config)?;
+    context.browser = Some(embedded.browser(&config).await?);
+    let context = Arc::new(context);
     let Embedded {
         store,
         queue,

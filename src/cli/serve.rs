@@ -45,7 +45,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     config.validate()?;
     let embedded = Embedded::open(&config).await?;
-    let context = Arc::new(embedded.context(&config)?);
+    let mut context = embedded.context(&config)?;
+    context.browser = Some(embedded.browser(&config).await?);
+    let context = Arc::new(context);
     let Embedded { store, queue, .. } = embedded;
     // The index is searched whether or not this server archives (another process may hold
     // its writer: then this server searches what that one commits).

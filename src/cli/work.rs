@@ -19,7 +19,8 @@ use crate::config::Config;
 /// Arguments of `trawl work`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Pools to run and their sizes: `fetch=N` (jobs at once) and `archive=1` (the archive
+    /// Pools to run and their sizes: `fetch=N` (jobs at once), `browse=N` (browser contexts
+    /// at once, for render and browse jobs; 0 runs no browser) and `archive=1` (the archive
     /// pool into this machine's data directory; at most one per directory). Pools not named do
     /// not run [default: fetch=runner.concurrency].
     #[arg(long, value_name = "NAME=SIZE,...")]
@@ -37,6 +38,8 @@ pub struct PoolSizes {
     pub fetch: usize,
     /// Archive pools (0 or 1).
     pub archive: usize,
+    /// Browser contexts at once (0: no browser).
+    pub browse: usize,
 }
 
 impl FromStr for PoolSizes {
@@ -46,6 +49,7 @@ impl FromStr for PoolSizes {
         let mut sizes = PoolSizes {
             fetch: 0,
             archive: 0,
+            browse: 0,
         };
         for part in text
             .split(',')
@@ -61,6 +65,7 @@ impl FromStr for PoolSizes {
                 .map_err(|_| format!("pool size {size:?} is not a number"))?;
             match name.trim() {
                 "fetch" => sizes.fetch = size,
+                "browse" => sizes.browse = size,
                 "archive" if size <= 1 => sizes.archive = size,
                 "archive" => {
                     return Err(
@@ -68,8 +73,19 @@ impl FromStr for PoolSizes {
                             .to_owned(),
                     );
                 }
-                other => return Err(format!("unknown pool {other:?} (known: fetch, archive)")),
+                other => {
+                    return Err(format!(
+                        "unknown pool {other:?} (known: fetch, browse, archive)"
+                    ));
+                }
             }
+        }
+        if sizes.browse > 0 && sizes.fetch == 0 {
+            return Err(
+                "browse=N needs fetch=M too: browser jobs are taken from the queue by the fetch \
+                 pool's workers"
+                    .to_owned(),
+            );
         }
         if sizes.fetch == 0 && sizes.archive == 0 {
             return Err("no pool to run: name at least one, e.g. fetch=64".to_owned());
@@ -82,7 +98,11 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let sizes = args.pools.unwrap_or(PoolSizes {
         fetch: config.runner.concurrency,
         archive: 0,
+        browse: 0,
     });
+    if sizes.browse > 0 {
+        config.browse.max_contexts = sizes.browse;
+    }
     if sizes.fetch > 0 {
         config.runner.concurrency = sizes.fetch;
     }
@@ -91,7 +111,11 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     config.validate()?;
     let embedded = Embedded::open(&config).await?;
-    let context = Arc::new(embedded.context(&config)?);
+    let mut context = embedded.context(&config)?;
+    if sizes.browse > 0 {
+        context.browser = Some(embedded.browser(&config).await?);
+    }
+    let context = Arc::new(context);
     let Embedded { store, queue, .. } = embedded;
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -168,20 +192,31 @@ mod tests {
             "fetch=64,archive=1".parse::<PoolSizes>(),
             Ok(PoolSizes {
                 fetch: 64,
-                archive: 1
+                archive: 1,
+                browse: 0,
+            })
+        );
+        assert_eq!(
+            "fetch=8,browse=2".parse::<PoolSizes>(),
+            Ok(PoolSizes {
+                fetch: 8,
+                archive: 0,
+                browse: 2,
             })
         );
         assert_eq!(
             "archive=1".parse::<PoolSizes>(),
             Ok(PoolSizes {
                 fetch: 0,
-                archive: 1
+                archive: 1,
+                browse: 0,
             })
         );
         assert!("fetch".parse::<PoolSizes>().is_err());
         assert!("fetch=x".parse::<PoolSizes>().is_err());
         assert!("archive=2".parse::<PoolSizes>().is_err());
         assert!("browse=2".parse::<PoolSizes>().is_err());
+        assert!("teleport=2".parse::<PoolSizes>().is_err());
         assert!("fetch=0".parse::<PoolSizes>().is_err());
     }
 }

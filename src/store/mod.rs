@@ -332,7 +332,7 @@ pub struct NewJob {
     pub batch_id: Option<String>,
     /// The URL it is about.
     pub url: String,
-    /// The job's JSON form.
+    /// The job's JSON form, credentials redacted.
     pub params: serde_json::Value,
     /// Attempts allowed.
     pub max_attempts: u32,
@@ -350,7 +350,7 @@ impl NewJob {
             kind: job.kind(),
             batch_id: None,
             url: job.url().to_owned(),
-            params: serde_json::to_value(job).expect("jobs are plain data and serialise to json"),
+            params: job.redacted_json(),
             max_attempts,
             webhook: None,
             crawl_id: None,

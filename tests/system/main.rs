@@ -4,6 +4,7 @@
 
 mod api;
 mod archive;
+mod browser;
 mod cli;
 mod crawl;
 mod engines;

@@ -284,24 +284,11 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
             let decoded = charset::decode(&response.body, response.content_type(), true);
             warnings.extend(decoded.warning);
             let page_url = response.final_url.clone();
-            let format = job.extract;
-            let html = decoded.text;
-            let (extracted, block) = spawn_extraction(deps, move || {
-                let extracted = extract::extract_html(&html, &page_url, format)
-                    .map_err(|error| Error::Extraction(error.to_string()))?;
-                let block = blockpage::detect(status, &html, &extracted);
-                Ok((extracted, block))
-            })
-            .await?;
-            match block {
-                // An error status with a small page is an error status; a challenge or a
-                // login wall says more than the status does.
-                Some(block) if status < 400 || block.code != ErrorCode::EmptyContent => {
-                    return Err(Error::BlockPage(block));
-                }
-                _ if status >= 400 => return Err(status_error(&response)),
-                _ => {}
-            }
+            let extracted =
+                match extract_document(deps, decoded.text, page_url, status, job.extract).await {
+                    Err(Error::HttpStatus { .. }) => return Err(status_error(&response)),
+                    other => other?,
+                };
             ("text/html".to_owned(), extracted)
         }
     };
@@ -345,6 +332,37 @@ pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
         headers,
         ip: response.remote_addr.map(|addr| addr.ip()),
     })
+}
+
+/// Extracts an HTML document (fetched, or as the browser rendered it) and refuses block pages:
+/// a challenge or a login wall is [`Error::BlockPage`] whatever the status; an error status
+/// with an empty page is [`Error::HttpStatus`] (without headers: the caller adds them).
+pub async fn extract_document(
+    deps: &Deps,
+    html: String,
+    page_url: Url,
+    status: u16,
+    format: Format,
+) -> Result<extract::Extracted, Error> {
+    let (extracted, block) = spawn_extraction(deps, move || {
+        let extracted = extract::extract_html(&html, &page_url, format)
+            .map_err(|error| Error::Extraction(error.to_string()))?;
+        let block = blockpage::detect(status, &html, &extracted);
+        Ok((extracted, block))
+    })
+    .await?;
+    match block {
+        // An error status with a small page is an error status; a challenge or a login wall
+        // says more than the status does.
+        Some(block) if status < 400 || block.code != ErrorCode::EmptyContent => {
+            Err(Error::BlockPage(block))
+        }
+        _ if status >= 400 => Err(Error::HttpStatus {
+            status,
+            retry_after: None,
+        }),
+        _ => Ok(extracted),
+    }
 }
 
 /// Builds the closed job result from a page's description and whole text.

@@ -16,6 +16,8 @@ use utoipa::ToSchema;
 pub enum Job {
     /// One URL over plain HTTP, extracted to markdown, text or HTML.
     Fetch(FetchJob),
+    /// A script of browser actions on a page, in a fresh browser context.
+    Browse(BrowseJob),
 }
 
 impl Job {
@@ -23,6 +25,7 @@ impl Job {
     pub fn kind(&self) -> &'static str {
         match self {
             Job::Fetch(_) => "fetch",
+            Job::Browse(_) => "browse",
         }
     }
 
@@ -30,6 +33,7 @@ impl Job {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             Job::Fetch(job) => job.validate(),
+            Job::Browse(job) => job.validate(),
         }
     }
 
@@ -37,6 +41,32 @@ impl Job {
     pub fn url(&self) -> &str {
         match self {
             Job::Fetch(job) => &job.url,
+            Job::Browse(job) => &job.url,
+        }
+    }
+
+    /// The job's JSON form as it may be stored and shown: credentials (cookies, headers,
+    /// localStorage) are replaced by their counts. The queue carries the job itself.
+    pub fn redacted_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).expect("jobs are plain data and serialise");
+        if let Job::Browse(job) = self
+            && !job.credentials.is_empty()
+        {
+            value["credentials"] = serde_json::json!({
+                "redacted": true,
+                "cookies": job.credentials.cookies.len(),
+                "headers": job.credentials.headers.len(),
+                "local_storage": job.credentials.local_storage.len(),
+            });
+        }
+        value
+    }
+
+    /// True when the job needs the browser pool (browse jobs, fetches with `render: true`).
+    pub fn needs_browser(&self) -> bool {
+        match self {
+            Job::Fetch(job) => job.render.is_on(),
+            Job::Browse(_) => true,
         }
     }
 }
@@ -87,6 +117,61 @@ pub struct FetchJob {
     /// Whether the page goes on to the archive (index and WARC) once stored.
     #[serde(default)]
     pub archive: bool,
+    /// Render the page in headless Chromium (`true`), over plain HTTP (`false`, the default),
+    /// or over plain HTTP first and in Chromium when the page looks built by JavaScript
+    /// (`"auto"`).
+    #[serde(default, skip_serializing_if = "Render::is_off")]
+    pub render: Render,
+}
+
+/// Whether a page is rendered in the browser: `false`, `true` or `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Render {
+    /// `true`: always in the browser; `false`: never.
+    Flag(bool),
+    /// `"auto"`: in the browser when the plain page looks built by JavaScript.
+    Mode(RenderMode),
+}
+
+/// The named render modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RenderMode {
+    /// Escalate from plain HTTP to the browser when the page looks built by JavaScript.
+    Auto,
+}
+
+impl Default for Render {
+    fn default() -> Self {
+        Render::Flag(false)
+    }
+}
+
+impl Render {
+    /// Plain HTTP only.
+    pub fn is_off(&self) -> bool {
+        *self == Render::Flag(false)
+    }
+
+    /// Always in the browser.
+    pub fn is_on(&self) -> bool {
+        *self == Render::Flag(true)
+    }
+
+    /// Plain HTTP first, the browser when the page looks built by JavaScript.
+    pub fn is_auto(&self) -> bool {
+        *self == Render::Mode(RenderMode::Auto)
+    }
+
+    /// `"false"`, `"true"` or `"auto"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Render::Flag(false) => "false",
+            Render::Flag(true) => "true",
+            Render::Mode(RenderMode::Auto) => "auto",
+        }
+    }
 }
 
 /// The longest cache TTL a job may ask for: ten years, in seconds.
@@ -111,8 +196,70 @@ impl FetchJob {
             max_chars: None,
             cache_ttl: None,
             archive: false,
+            render: Render::default(),
         }
     }
+}
+
+/// Open a page in a fresh browser context and run actions on it, each with its own result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrowseJob {
+    /// The http or https URL loaded first.
+    #[schema(format = "uri")]
+    pub url: String,
+    /// What to do on it, in order (at most 100); the script stops at the first failure.
+    #[serde(default)]
+    pub actions: Vec<crate::browse::Action>,
+    /// The device the browser pretends to be.
+    #[serde(default)]
+    pub profile: crate::browse::Profile,
+    /// Cookies, headers and localStorage to browse with (secrets: never logged, and shown
+    /// only as counts when the job is read back).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::browse::pool::Credentials::is_empty"
+    )]
+    pub credentials: crate::browse::pool::Credentials,
+}
+
+/// Actions one browse job may run.
+pub const MAX_ACTIONS: usize = 100;
+
+impl BrowseJob {
+    /// Checks the actions and credentials (the URL is checked when the job runs).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.actions.len() > MAX_ACTIONS {
+            return Err(format!(
+                "a browse job runs at most {MAX_ACTIONS} actions, not {}",
+                self.actions.len()
+            ));
+        }
+        for (number, action) in self.actions.iter().enumerate() {
+            action
+                .validate()
+                .map_err(|message| format!("action {}: {message}", number + 1))?;
+        }
+        self.credentials.validate()
+    }
+}
+
+/// The result of a browse job: what each action did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct BrowseResult {
+    /// The URL loaded first.
+    pub url: String,
+    /// The current tab's URL at the end.
+    pub final_url: String,
+    /// The current tab's title at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// One outcome per action run, in order.
+    pub steps: Vec<crate::browse::ActionOutcome>,
+    /// True when every action succeeded (the script stops at the first failure).
+    pub completed: bool,
+    /// Milliseconds the whole script took.
+    pub took_ms: u64,
 }
 
 /// How the main content was found.
@@ -127,6 +274,8 @@ pub enum Extractor {
     Passthrough,
     /// Text extracted from a PDF, with page markers.
     Pdf,
+    /// Readability over the document as headless Chromium rendered it.
+    Browser,
 }
 
 /// A crawl: seeds, how far to go, and what to do with each page. Each page becomes a fetch
@@ -341,6 +490,13 @@ pub enum ErrorCode {
     WorkerLost,
     /// A crawled page whose `rel=canonical` names a page the crawl already has: stored once.
     DuplicateContent,
+    /// A browser navigation failed with a network error the other codes do not name (the
+    /// message carries Chromium's `net::ERR_*` text).
+    NavigationFailed,
+    /// Every browser slot of the worker is taken: try again later.
+    BrowserBusy,
+    /// The browser crashed, hung or could not be started (the job is retried on a fresh one).
+    BrowserFailed,
     /// A fault inside trawl (store or queue unavailable); details are in the logs.
     Internal,
 }
@@ -372,12 +528,15 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::WorkerLost => "worker_lost",
             ErrorCode::DuplicateContent => "duplicate_content",
+            ErrorCode::NavigationFailed => "navigation_failed",
+            ErrorCode::BrowserBusy => "browser_busy",
+            ErrorCode::BrowserFailed => "browser_failed",
             ErrorCode::Internal => "internal",
         }
     }
 
     /// Every code, in declaration order (for documentation and tests).
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::InvalidUrl,
         ErrorCode::UnsupportedScheme,
         ErrorCode::BlockedDestination,
@@ -401,6 +560,9 @@ impl ErrorCode {
         ErrorCode::Cancelled,
         ErrorCode::WorkerLost,
         ErrorCode::DuplicateContent,
+        ErrorCode::NavigationFailed,
+        ErrorCode::BrowserBusy,
+        ErrorCode::BrowserFailed,
         ErrorCode::Internal,
     ];
 }

@@ -37,6 +37,8 @@
 //!   away (or, for `/webhook/slow`, 30 s have passed) or the
 //!   [`FixtureServer`] is dropped.
 
+pub mod browser;
+
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
@@ -1043,6 +1045,30 @@ async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Result<()> {
     {
         let base = format!("http://{}", ctx.addr);
         return conn.html(200, &article_page(n, &base)).await;
+    }
+    if let Some(name) = path.strip_prefix("/browser/api/") {
+        let page = req
+            .query("page")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0);
+        if name == "article" {
+            // Slower than the quiet period's start, so only a network-idle wait sees it.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        if let Some(body) = browser::api(name, page) {
+            return conn
+                .send(
+                    200,
+                    &[("Content-Type", "application/json")],
+                    body.as_bytes(),
+                )
+                .await;
+        }
+    }
+    if let Some(name) = path.strip_prefix("/browser/")
+        && let Some(body) = browser::page(name, &ctx.addr.to_string())
+    {
+        return conn.html(200, &body).await;
     }
     if let Some(n) = path
         .strip_prefix("/slow/article/")

@@ -282,6 +282,7 @@ pub struct Client {
     /// Addresses a test dial map connects to instead of the checked ones; they are exempt from
     /// the post-connect re-check because the map itself was checked.
     dial_targets: Arc<HashSet<IpAddr>>,
+    dns: Dns,
 }
 
 impl std::fmt::Debug for Client {
@@ -304,7 +305,7 @@ impl Client {
         config.validate()?;
         let policy = Arc::new(policy);
         let dial_targets = Arc::new(dns.dial_targets());
-        let resolver = GuardedResolver::new(policy.clone(), dns);
+        let resolver = GuardedResolver::new(policy.clone(), dns.clone());
         let mut default_headers = HeaderMap::new();
         default_headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT));
         let accept_language = HeaderValue::from_str(&config.accept_language)
@@ -329,7 +330,18 @@ impl Client {
             policy,
             config: Arc::new(config),
             dial_targets,
+            dns,
         })
+    }
+
+    /// The name resolution the client uses (the browser's egress proxy uses the same).
+    pub fn dns(&self) -> &Dns {
+        &self.dns
+    }
+
+    /// The SSRF policy, shared.
+    pub fn policy_arc(&self) -> Arc<Policy> {
+        self.policy.clone()
     }
 
     /// Returns the SSRF policy in force.

@@ -118,49 +118,65 @@ impl GuardedResolver {
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
         let policy = self.policy.clone();
         let dns = self.dns.clone();
         Box::pin(async move {
-            // Host lists were checked on the URL already; checking again here keeps the
-            // resolver safe on its own.
-            if let Err(reason) = policy.check_host(&host) {
-                return Err(Box::new(ResolveFailure::Blocked { host, reason }) as _);
-            }
-            let answers: Vec<IpAddr> = match &dns {
-                Dns::System => match tokio::net::lookup_host((host.clone(), 0)).await {
-                    Ok(addresses) => addresses.map(|address| address.ip()).collect(),
-                    Err(error) => {
-                        let message = error.to_string();
-                        return Err(Box::new(ResolveFailure::Lookup { host, message }) as _);
-                    }
-                },
-                Dns::Static(map) => map.lookup(&host).unwrap_or_default(),
-            };
-            if answers.is_empty() {
-                let message = "no addresses".to_owned();
-                return Err(Box::new(ResolveFailure::Lookup { host, message }) as _);
-            }
-            // One blocked answer refuses the host: a name that mixes public and private
-            // answers is a rebinding attempt or a misconfiguration either way.
-            for ip in &answers {
-                if let Err(reason) = policy.check_ip(*ip) {
-                    return Err(Box::new(ResolveFailure::Blocked { host, reason }) as _);
-                }
-            }
-            let connect_to: Vec<SocketAddr> = answers
+            let addresses = resolve_checked(&policy, &dns, name.as_str())
+                .await
+                .map_err(|failure| Box::new(failure) as Box<dyn std::error::Error + Send + Sync>)?;
+            let connect_to: Vec<SocketAddr> = addresses
                 .into_iter()
-                .map(|ip| {
-                    let ip = match &dns {
-                        Dns::Static(map) => map.dial.get(&ip).copied().unwrap_or(ip),
-                        Dns::System => ip,
-                    };
-                    SocketAddr::new(ip, 0)
-                })
+                .map(|ip| SocketAddr::new(ip, 0))
                 .collect();
             Ok(Box::new(connect_to.into_iter()) as Addrs)
         })
     }
+}
+
+/// Resolves `host` behind the policy, the one rule set shared by the HTTP client's resolver and
+/// the browser's egress proxy: the host lists and `localhost` names are checked first (no lookup
+/// for a refused name), then every answer is classified and one blocked answer refuses the whole
+/// host; only then is the dial map applied. Returns the addresses to connect to, in order (never
+/// empty). The host is compared lower-case without trailing dots.
+pub(crate) async fn resolve_checked(
+    policy: &Policy,
+    dns: &Dns,
+    host: &str,
+) -> Result<Vec<IpAddr>, ResolveFailure> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    // Host lists were checked on the URL already; checking again here keeps the resolver safe
+    // on its own.
+    if let Err(reason) = policy.check_host(&host) {
+        return Err(ResolveFailure::Blocked { host, reason });
+    }
+    let answers: Vec<IpAddr> = match dns {
+        Dns::System => match tokio::net::lookup_host((host.clone(), 0)).await {
+            Ok(addresses) => addresses.map(|address| address.ip()).collect(),
+            Err(error) => {
+                let message = error.to_string();
+                return Err(ResolveFailure::Lookup { host, message });
+            }
+        },
+        Dns::Static(map) => map.lookup(&host).unwrap_or_default(),
+    };
+    if answers.is_empty() {
+        let message = "no addresses".to_owned();
+        return Err(ResolveFailure::Lookup { host, message });
+    }
+    // One blocked answer refuses the host: a name that mixes public and private answers is a
+    // rebinding attempt or a misconfiguration either way.
+    for ip in &answers {
+        if let Err(reason) = policy.check_ip(*ip) {
+            return Err(ResolveFailure::Blocked { host, reason });
+        }
+    }
+    Ok(answers
+        .into_iter()
+        .map(|ip| match dns {
+            Dns::Static(map) => map.dial.get(&ip).copied().unwrap_or(ip),
+            Dns::System => ip,
+        })
+        .collect())
 }
 
 #[cfg(test)]

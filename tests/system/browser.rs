@@ -1,0 +1,592 @@
+//! The browse pool against real Chromium (`/usr/bin/chromium`) and the fixture's browser
+//! pages, loopback only. Pages are addressed as `site.test:PORT`: a scripted resolver calls
+//! that name public and dials the fixture on 127.0.0.1, so the egress proxy's policy is the
+//! default one (loopback and private addresses refused) and the private-address pages prove
+//! the guard. One browser serves every test here (one runtime holds it); the crash, memory
+//! and busy tests start their own.
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use trawl_workers::browse::pool::{CookieSpec, Credentials};
+use trawl_workers::browse::{self, Action, Pool, Profile, render};
+use trawl_workers::job::{BrowseJob, BrowseResult, ErrorCode, Extractor, FetchJob, Job, Render};
+use trawl_workers::testing::FixtureServer;
+use trawl_workers::testing::browser::JS_BUILT_TEXT;
+use trawl_workers::web::{self, Dns, StaticDns};
+
+struct Shared {
+    fixture: FixtureServer,
+    dns: Dns,
+    pool: Pool,
+}
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
+/// Runs a test body on the runtime that holds the shared browser.
+fn run<F: Future>(body: F) -> F::Output {
+    shared();
+    runtime().block_on(body)
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        runtime().block_on(async {
+            let fixture = FixtureServer::start().await.expect("fixture starts");
+            let dns = site_dns();
+            let pool = new_pool(browse::Config::default(), &dns).await;
+            Shared { fixture, dns, pool }
+        })
+    })
+}
+
+fn site_dns() -> Dns {
+    let public: IpAddr = "93.184.216.34".parse().expect("ip");
+    let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
+    Dns::Static(Arc::new(
+        StaticDns::new()
+            .answer("site.test", &[public])
+            .dial(public, loopback),
+    ))
+}
+
+async fn new_pool(config: browse::Config, dns: &Dns) -> Pool {
+    Pool::new(config, Arc::new(web::Policy::default()), dns.clone())
+        .await
+        .expect("pool starts")
+}
+
+fn site(path: &str) -> String {
+    format!("http://site.test:{}{path}", shared().fixture.addr().port())
+}
+
+fn fetch_deps() -> trawl_workers::fetch::Deps {
+    let client = web::Client::with_dns(
+        web::Config::default(),
+        web::Policy::default(),
+        shared().dns.clone(),
+    )
+    .expect("client");
+    trawl_workers::fetch::Deps {
+        client,
+        config: trawl_workers::fetch::Config::default(),
+    }
+}
+
+fn actions(json: &str) -> Vec<Action> {
+    serde_json::from_str(json).expect("valid actions")
+}
+
+async fn script(url: &str, actions: Vec<Action>) -> BrowseResult {
+    let job = BrowseJob {
+        url: url.to_owned(),
+        actions,
+        profile: Profile::Desktop,
+        credentials: Credentials::default(),
+    };
+    browse::script::run_script(&shared().pool, &job)
+        .await
+        .expect("the script runs")
+}
+
+fn output(result: &BrowseResult, step: usize) -> &str {
+    result.steps[step].output.as_deref().unwrap_or_default()
+}
+
+/// The number the snapshot gave the line containing `needle`.
+fn index_of(snapshot: &str, needle: &str) -> u32 {
+    let line = snapshot
+        .lines()
+        .find(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in snapshot:\n{snapshot}"));
+    line.trim_start_matches('[')
+        .split(']')
+        .next()
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no index on {line:?}"))
+}
+
+#[test]
+fn render_reads_a_page_built_by_javascript_that_plain_http_cannot() {
+    run(async {
+        let deps = fetch_deps();
+        let url = site("/browser/js-built");
+        let plain = FetchJob::new(&url);
+        let fetched = trawl_workers::fetch::run(&plain, &deps)
+            .await
+            .map_err(|error| error.to_job_error());
+        assert!(
+            render::looks_js_built(&fetched),
+            "plain http should see an app shell: {fetched:?}"
+        );
+
+        let job = FetchJob {
+            render: Render::Flag(true),
+            ..FetchJob::new(&url)
+        };
+        let rendered = render::render(&shared().pool, &job, &deps)
+            .await
+            .expect("renders");
+        assert_eq!(rendered.info.extractor, Extractor::Browser);
+        assert_eq!(rendered.info.title.as_deref(), Some("Pilots of Valmora"));
+        assert!(rendered.text.contains(JS_BUILT_TEXT), "{}", rendered.text);
+        assert_eq!(rendered.info.status, 200);
+    });
+}
+
+#[test]
+fn a_script_fills_a_form_selects_checks_submits_and_reads() {
+    run(async {
+        let result = script(
+            &site("/browser/form"),
+            actions(
+                r##"[
+                {"action": "snapshot"},
+                {"action": "type", "selector": "#email", "text": "ada@example.com"},
+                {"action": "type", "selector": "input[name=password]", "text": "hunter2-secret"},
+                {"action": "select", "selector": "#country", "label": "Portugal"},
+                {"action": "click", "selector": "input[name=remember]"},
+                {"action": "snapshot"},
+                {"action": "press", "key": "Escape"},
+                {"action": "click", "selector": "button[type=submit]"},
+                {"action": "wait", "text": "Welcome", "ms": 5000},
+                {"action": "find", "text": "welcome"},
+                {"action": "read"}
+            ]"##,
+            ),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        let first = output(&result, 0);
+        assert!(first.contains("textbox \"Email\""), "{first}");
+        assert!(first.contains("select \"Country\""), "{first}");
+        assert!(first.contains("Sign in"), "{first}");
+        assert!(!first.contains("Hidden"), "hidden button listed: {first}");
+        assert!(!first.contains("csrf"), "hidden input listed: {first}");
+        let second = output(&result, 5);
+        assert!(second.contains("ada@example.com"), "{second}");
+        assert!(second.contains("Portugal"), "{second}");
+        assert!(
+            !second.contains("hunter2"),
+            "a password value was shown: {second}"
+        );
+        assert!(output(&result, 9).contains("Welcome, ada@example.com"));
+        let read = output(&result, 10);
+        assert!(
+            read.contains("Welcome, ada@example.com from pt (remembered)"),
+            "{read}"
+        );
+        assert_eq!(result.title.as_deref(), Some("Signed in"));
+        for step in &result.steps {
+            assert!(
+                !serde_json::to_string(step)
+                    .expect("json")
+                    .contains("hunter2"),
+                "{step:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn snapshot_indexes_drive_clicks_and_history_moves_back_and_forward() {
+    run(async {
+        let pool = &shared().pool;
+        let mut lease = pool
+            .lease(Profile::Desktop, &Credentials::default(), false)
+            .await
+            .expect("lease");
+        let goto = Action::Goto {
+            url: site("/browser/form"),
+        };
+        assert!(
+            browse::actions::run(&mut lease, &goto)
+                .await
+                .expect("runs")
+                .ok
+        );
+        let snapshot = browse::actions::run(&mut lease, &Action::Snapshot)
+            .await
+            .expect("runs");
+        let text = snapshot.output.expect("output");
+        let link = index_of(&text, "Second page");
+        assert_eq!(
+            text.matches("Second page").count(),
+            1,
+            "the link and its span are one element: {text}"
+        );
+        let click = Action::Click {
+            index: Some(link),
+            selector: None,
+            x: None,
+            y: None,
+        };
+        let clicked = browse::actions::run(&mut lease, &click)
+            .await
+            .expect("runs");
+        assert!(clicked.ok, "{clicked:?}");
+        assert!(clicked.url.ends_with("/browser/second"), "{clicked:?}");
+        // The old indexes belong to the old document.
+        let stale = browse::actions::run(&mut lease, &click)
+            .await
+            .expect("runs");
+        assert!(!stale.ok);
+        assert!(
+            stale
+                .error
+                .as_ref()
+                .expect("error")
+                .message
+                .contains("snapshot"),
+            "{stale:?}"
+        );
+        let back = browse::actions::run(&mut lease, &Action::Back)
+            .await
+            .expect("runs");
+        assert!(back.url.ends_with("/browser/form"), "{back:?}");
+        let forward = browse::actions::run(&mut lease, &Action::Forward)
+            .await
+            .expect("runs");
+        assert!(forward.url.ends_with("/browser/second"), "{forward:?}");
+        let past_end = browse::actions::run(&mut lease, &Action::Forward)
+            .await
+            .expect("runs");
+        assert!(!past_end.ok);
+        lease.close().await;
+    });
+}
+
+#[test]
+fn shadow_dom_buttons_are_listed_and_clicked() {
+    run(async {
+        let result = script(
+            &site("/browser/shadow"),
+            actions(
+                r#"[{"action": "snapshot"}, {"action": "click", "index": 1},
+                    {"action": "wait", "text": "shadow clicked", "ms": 3000}]"#,
+            ),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        assert!(output(&result, 0).contains("Shadow button"));
+    });
+}
+
+#[test]
+fn scrolling_loads_more_items_and_reports_what_is_left() {
+    run(async {
+        let result = script(
+            &site("/browser/scroll"),
+            actions(
+                r#"[{"action": "wait", "text": "Item 20", "ms": 5000},
+                    {"action": "scroll", "direction": "bottom"},
+                    {"action": "wait", "text": "Item 40", "ms": 5000},
+                    {"action": "scroll", "direction": "bottom"},
+                    {"action": "wait", "text": "Item 60", "ms": 5000},
+                    {"action": "scroll", "direction": "top"},
+                    {"action": "find", "text": "Item 55"}]"#,
+            ),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        let hints = output(&result, 1);
+        assert!(hints.contains("px above"), "{hints}");
+        assert!(output(&result, 5).contains("at the top"));
+        assert!(output(&result, 6).contains("1 matches"));
+    });
+}
+
+#[test]
+fn screenshots_are_png_and_overlays_leave_no_trace() {
+    run(async {
+        let result = script(
+            &site("/browser/form"),
+            actions(
+                r##"[{"action": "screenshot", "grid": true}, {"action": "highlight"},
+                    {"action": "read_html"}, {"action": "a11y"},
+                    {"action": "get_attribute", "selector": "#email", "name": "type"}]"##,
+            ),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        for step in [0, 1] {
+            let image = result.steps[step].image.as_ref().expect("an image");
+            let bytes = image.bytes().expect("base64");
+            assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+        }
+        assert!(output(&result, 1).contains("Email"));
+        assert!(!output(&result, 2).contains("__trawl_overlay"));
+        assert!(output(&result, 3).contains("Sign in"));
+        assert_eq!(output(&result, 4), "email");
+    });
+}
+
+#[test]
+fn popups_become_tabs_and_the_last_tab_cannot_be_closed() {
+    run(async {
+        let result = script(
+            &site("/browser/popup"),
+            actions(
+                r#"[{"action": "click", "selector": "button"},
+                    {"action": "wait", "ms": 500},
+                    {"action": "tab_switch", "tab": 1},
+                    {"action": "wait", "text": "You followed", "ms": 5000},
+                    {"action": "tab_close"},
+                    {"action": "tab_new", "url": "http://site.test:PORT/browser/shadow"},
+                    {"action": "tab_close", "tab": 1},
+                    {"action": "tab_close"}]"#
+                    .replace("PORT", &shared().fixture.addr().port().to_string())
+                    .as_str(),
+            ),
+        )
+        .await;
+        assert!(!result.completed);
+        let steps = &result.steps;
+        assert_eq!(steps.len(), 7, "{steps:#?}");
+        assert!(
+            steps[1].ok && steps[1].url.ends_with("/browser/second"),
+            "{steps:#?}"
+        );
+        assert!(steps[3].ok && steps[3].url.ends_with("/browser/popup"));
+        assert!(steps[4].ok && steps[4].url.ends_with("/browser/shadow"));
+        assert!(steps[5].ok);
+        let refused = steps[6].error.as_ref().expect("refused");
+        assert!(refused.message.contains("last tab"), "{refused:?}");
+    });
+}
+
+#[test]
+fn navigations_to_blocked_or_broken_destinations_fail_with_their_codes() {
+    run(async {
+        let pool = &shared().pool;
+        let fixture = &shared().fixture;
+        let loopback = fixture.url("/article/1");
+        let redirect = site(&format!(
+            "/redirect?to={}",
+            url_escape(&format!(
+                "http://127.0.0.1:{}/article/2",
+                fixture.addr().port()
+            ))
+        ));
+        let cases = [
+            (loopback, ErrorCode::BlockedDestination),
+            ("http://10.0.0.5/".to_owned(), ErrorCode::BlockedDestination),
+            (
+                "http://169.254.169.254/latest/".to_owned(),
+                ErrorCode::BlockedDestination,
+            ),
+            (redirect, ErrorCode::BlockedDestination),
+            ("http://nowhere.test/".to_owned(), ErrorCode::DnsError),
+            (
+                "file:///etc/passwd".to_owned(),
+                ErrorCode::UnsupportedScheme,
+            ),
+        ];
+        for (url, code) in cases {
+            let job = BrowseJob {
+                url: url.clone(),
+                actions: Vec::new(),
+                profile: Profile::Desktop,
+                credentials: Credentials::default(),
+            };
+            let error = browse::script::run_script(pool, &job)
+                .await
+                .expect_err("refused");
+            assert_eq!(error.code, code, "{url}: {error:?}");
+        }
+        assert_eq!(
+            fixture.hits("/article/1"),
+            0,
+            "the browser reached loopback"
+        );
+        assert_eq!(fixture.hits("/article/2"), 0, "a redirect reached loopback");
+    });
+}
+
+#[test]
+fn subresources_workers_and_script_navigations_to_private_addresses_are_refused() {
+    run(async {
+        let pool = &shared().pool;
+        let fixture = &shared().fixture;
+        let mark = pool.egress().last_seq();
+        let result = script(
+            &site("/browser/private-sub"),
+            actions(r#"[{"action": "wait", "idle": true, "ms": 5000}]"#),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        let result = script(
+            &site("/browser/private-nav"),
+            actions(r#"[{"action": "wait", "ms": 1500}]"#),
+        )
+        .await;
+        assert!(
+            !result.final_url.contains("10.0.0.5") || result.title.as_deref() != Some("admin"),
+            "{result:?}"
+        );
+        let blocked: Vec<String> = pool
+            .egress()
+            .blocked_after(mark)
+            .into_iter()
+            .map(|block| block.host)
+            .collect();
+        for host in ["127.0.0.1", "169.254.169.254", "10.0.0.7", "10.0.0.5"] {
+            assert!(
+                blocked.iter().any(|blocked| blocked == host),
+                "{host} not refused: {blocked:?}"
+            );
+        }
+        assert_eq!(
+            fixture.hits("/image.png"),
+            0,
+            "the browser reached loopback"
+        );
+        assert_eq!(fixture.hits("/data.json"), 0, "a fetch reached loopback");
+    });
+}
+
+#[test]
+fn credentials_send_cookies_and_headers_and_seed_local_storage() {
+    run(async {
+        let fixture = &shared().fixture;
+        let origin = format!("http://site.test:{}", fixture.addr().port());
+        let credentials = Credentials {
+            cookies: vec![CookieSpec {
+                name: "session".to_owned(),
+                value: "cookie-secret".to_owned(),
+                url: Some(format!("{origin}/")),
+                domain: None,
+                path: None,
+                secure: false,
+                http_only: true,
+            }],
+            headers: [("x-agent-token".to_owned(), "header-secret".to_owned())].into(),
+            local_storage: [(
+                origin.clone(),
+                [("token".to_owned(), "storage-secret".to_owned())].into(),
+            )]
+            .into(),
+        };
+        let job = BrowseJob {
+            url: format!("{origin}/browser/second?credentials"),
+            actions: actions(r#"[{"action": "read"}]"#),
+            profile: Profile::Mobile,
+            credentials,
+        };
+        let stored = Job::Browse(job.clone()).redacted_json().to_string();
+        assert!(!stored.contains("secret"), "{stored}");
+        let result = browse::script::run_script(&shared().pool, &job)
+            .await
+            .expect("runs");
+        assert!(
+            output(&result, 0).contains("token=storage-secret"),
+            "{result:?}"
+        );
+        let request = fixture
+            .requests()
+            .into_iter()
+            .find(|request| request.path_and_query == "/browser/second?credentials")
+            .expect("the page was requested");
+        assert_eq!(request.header("x-agent-token"), Some("header-secret"));
+        assert!(
+            request
+                .header("cookie")
+                .is_some_and(|cookie| cookie.contains("session=cookie-secret")),
+            "{request:?}"
+        );
+        assert!(
+            request
+                .header("user-agent")
+                .is_some_and(|agent| agent.contains("iPad")),
+            "the mobile profile's agent: {request:?}"
+        );
+    });
+}
+
+#[test]
+fn a_crashed_browser_is_replaced_busy_is_refused_and_old_browsers_are_recycled() {
+    run(async {
+        let config = browse::Config {
+            max_contexts: 1,
+            slot_wait_secs: 1,
+            recycle_after: 2,
+            ..browse::Config::default()
+        };
+        let pool = new_pool(config, &shared().dns).await;
+        let credentials = Credentials::default();
+        let lease = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect("lease");
+        let busy = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect_err("busy");
+        assert_eq!(busy.code(), ErrorCode::BrowserBusy);
+        let waited = pool
+            .lease(Profile::Desktop, &credentials, true)
+            .await
+            .expect_err("busy after waiting");
+        assert_eq!(waited.code(), ErrorCode::BrowserBusy);
+        lease.close().await;
+
+        // Kill the browser: the next lease gets a new one.
+        let pid = pool.pid().await.expect("a browser runs");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut lease = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect("a fresh browser");
+        assert_ne!(pool.pid().await, Some(pid));
+        let goto = Action::Goto {
+            url: site("/browser/form"),
+        };
+        assert!(
+            browse::actions::run(&mut lease, &goto)
+                .await
+                .expect("runs")
+                .ok
+        );
+        lease.close().await;
+        assert!(pool.stats().crashes >= 1, "{:?}", pool.stats());
+
+        // recycle_after = 2: the second context on this browser retires it.
+        let before = pool.stats().recycles;
+        let lease = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect("lease");
+        lease.close().await;
+        assert!(pool.stats().recycles > before, "{:?}", pool.stats());
+        assert!(pool.memory().await == 0 || pool.stats().launches >= 2);
+        pool.shutdown().await;
+    });
+}
+
+fn url_escape(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}

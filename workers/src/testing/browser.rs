@@ -1,0 +1,161 @@
+//! The fixture's pages for browser tests (`/browser/{name}`): forms, a native select, an
+//! open shadow root, JavaScript-built content, infinite scroll, a popup, and pages that try
+//! to reach private addresses (a navigation, subresources). The article data the scripts
+//! fetch is served at `/browser/api/article` and `/browser/api/items?page=N`.
+
+/// The paragraph the JavaScript-built page renders (absent from its HTML).
+pub const JS_BUILT_TEXT: &str =
+    "The harbour pilots of Valmora rowed out before dawn to meet every ship";
+
+/// Pages by name; `origin` is the fixture's own origin (for absolute links), `loopback` the
+/// `127.0.0.1:PORT` address (what the private-address pages try to reach).
+pub fn page(name: &str, loopback: &str) -> Option<String> {
+    Some(match name {
+        "form" => FORM.to_owned(),
+        "second" => SECOND.to_owned(),
+        "shadow" => SHADOW.to_owned(),
+        "js-built" => JS_BUILT.to_owned(),
+        "scroll" => SCROLL.to_owned(),
+        "popup" => POPUP.to_owned(),
+        "private-nav" => PRIVATE_NAV.to_owned(),
+        "private-sub" => PRIVATE_SUB.replace("{loopback}", loopback),
+        _ => return None,
+    })
+}
+
+/// JSON for `/browser/api/{name}` (`page` for items).
+pub fn api(name: &str, page: u32) -> Option<String> {
+    match name {
+        "article" => {
+            let paragraphs: Vec<String> = (0..8)
+                .map(|n| {
+                    format!(
+                        "\"{JS_BUILT_TEXT}, paragraph {n}: they read the swell, the wind and \
+                         the lights on the mole, and brought each hull through the narrows \
+                         without a scratch for forty years.\""
+                    )
+                })
+                .collect();
+            Some(format!(
+                "{{\"title\":\"Pilots of Valmora\",\"paragraphs\":[{}]}}",
+                paragraphs.join(",")
+            ))
+        }
+        "items" => {
+            let items: Vec<String> = (0..20)
+                .map(|n| format!("\"Item {}\"", page * 20 + n + 1))
+                .collect();
+            let more = page < 4;
+            Some(format!(
+                "{{\"items\":[{}],\"more\":{more}}}",
+                items.join(",")
+            ))
+        }
+        _ => None,
+    }
+}
+
+const FORM: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Sign in</title></head>
+<body><main><h1>Sign in</h1>
+<form id="login">
+  <label for="email">Email</label><input id="email" name="email" type="email">
+  <label>Password <input name="password" type="password"></label>
+  <label for="country">Country</label>
+  <select id="country" name="country"><option value="">Choose</option>
+    <option value="fr">France</option><option value="pt">Portugal</option></select>
+  <label><input type="checkbox" name="remember"> Remember me</label>
+  <input type="hidden" name="csrf" value="x">
+  <button type="button" style="display:none">Hidden</button>
+  <button type="submit">Sign in</button>
+</form>
+<p id="result"></p>
+<p><a href="/browser/second"><span>Second page</span></a></p>
+<script>
+document.getElementById('login').addEventListener('submit', function (event) {
+  event.preventDefault();
+  var data = new FormData(event.target);
+  document.getElementById('result').textContent = 'Welcome, ' + data.get('email') +
+    ' from ' + data.get('country') + (data.get('remember') ? ' (remembered)' : '');
+  document.title = 'Signed in';
+});
+document.addEventListener('keydown', function (event) {
+  if (event.key === 'Escape') document.getElementById('result').textContent = 'Escape pressed';
+});
+</script></main></body></html>"#;
+
+const SECOND: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Second page</title></head>
+<body><main><h1>Second page</h1><p>You followed the link.</p>
+<p id="storage"></p>
+<script>document.getElementById('storage').textContent = 'token=' + (localStorage.getItem('token') || 'none');</script>
+</main></body></html>"#;
+
+const SHADOW: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Shadow</title></head>
+<body><h1>Shadow DOM</h1><fancy-panel></fancy-panel><p id="out">not clicked</p>
+<script>
+customElements.define('fancy-panel', class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({mode: 'open'});
+    root.innerHTML = '<button id="inner">Shadow button</button>';
+    root.getElementById('inner').addEventListener('click', () => {
+      document.getElementById('out').textContent = 'shadow clicked';
+    });
+  }
+});
+</script></body></html>"#;
+
+const JS_BUILT: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Loading…</title></head>
+<body><div id="app"></div>
+<noscript>You need to enable JavaScript to run this app.</noscript>
+<script>
+setTimeout(function () {
+  fetch('/browser/api/article').then(function (r) { return r.json(); }).then(function (data) {
+    document.title = data.title;
+    var article = document.createElement('article');
+    var h1 = document.createElement('h1'); h1.textContent = data.title; article.appendChild(h1);
+    data.paragraphs.forEach(function (text) {
+      var p = document.createElement('p'); p.textContent = text; article.appendChild(p);
+    });
+    document.getElementById('app').appendChild(article);
+  });
+}, 200);
+</script></body></html>"#;
+
+const SCROLL: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Feed</title>
+<style>li { height: 60px; }</style></head>
+<body><h1>Feed</h1><ul id="feed"></ul><p id="end"></p>
+<script>
+var page = 0, loading = false, more = true;
+function load() {
+  if (loading || !more) return;
+  loading = true;
+  fetch('/browser/api/items?page=' + page).then(function (r) { return r.json(); }).then(function (data) {
+    data.items.forEach(function (text) {
+      var li = document.createElement('li'); li.textContent = text;
+      document.getElementById('feed').appendChild(li);
+    });
+    page += 1; more = data.more; loading = false;
+    if (!more) document.getElementById('end').textContent = 'No more items';
+  });
+}
+window.addEventListener('scroll', function () {
+  if (window.innerHeight + window.scrollY >= document.body.scrollHeight - 200) load();
+});
+load();
+</script></body></html>"#;
+
+const POPUP: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Popup opener</title></head>
+<body><button onclick="window.open('/browser/second')">Open popup</button></body></html>"#;
+
+const PRIVATE_NAV: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Leaving</title></head>
+<body><p>Redirecting…</p>
+<script>setTimeout(function () { location.href = 'http://10.0.0.5/admin'; }, 50);</script>
+</body></html>"#;
+
+const PRIVATE_SUB: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Subresources</title></head>
+<body><h1>Subresources</h1><p>This page pulls from private addresses.</p>
+<img src="http://{loopback}/image.png" alt="loopback image">
+<img src="http://169.254.169.254/latest/meta-data/" alt="metadata">
+<script>
+fetch('http://{loopback}/data.json').catch(function () {});
+new Worker(URL.createObjectURL(new Blob(["fetch('http://10.0.0.7/worker').catch(function(){})"])));
+</script></body></html>"#;
