@@ -354,15 +354,15 @@ fn popups_become_tabs_and_the_last_tab_cannot_be_closed() {
         .await;
         assert!(!result.completed);
         let steps = &result.steps;
-        assert_eq!(steps.len(), 7, "{steps:#?}");
+        assert_eq!(steps.len(), 8, "{steps:#?}");
         assert!(
-            steps[1].ok && steps[1].url.ends_with("/browser/second"),
+            steps[2].ok && steps[2].url.ends_with("/browser/second"),
             "{steps:#?}"
         );
-        assert!(steps[3].ok && steps[3].url.ends_with("/browser/popup"));
-        assert!(steps[4].ok && steps[4].url.ends_with("/browser/shadow"));
-        assert!(steps[5].ok);
-        let refused = steps[6].error.as_ref().expect("refused");
+        assert!(steps[4].ok && steps[4].url.ends_with("/browser/popup"));
+        assert!(steps[5].ok && steps[5].url.ends_with("/browser/shadow"));
+        assert!(steps[6].ok);
+        let refused = steps[7].error.as_ref().expect("refused");
         assert!(refused.message.contains("last tab"), "{refused:?}");
     });
 }
@@ -589,4 +589,100 @@ fn url_escape(text: &str) -> String {
             _ => format!("%{byte:02X}"),
         })
         .collect()
+}
+
+#[test]
+fn queued_render_and_browse_jobs_run_through_the_runner() {
+    run(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = trawl::store::Store::open(&dir.path().join("trawl.sqlite"))
+            .await
+            .expect("store opens");
+        let mut context =
+            trawl::runner::Context::new(store, fetch_deps(), trawl::runner::Config::default());
+        context.browser = Some(shared().pool.clone());
+        let render_job = Job::Fetch(FetchJob {
+            render: Render::Flag(true),
+            ..FetchJob::new(site("/browser/js-built"))
+        });
+        let browse_job = Job::Browse(BrowseJob {
+            url: site("/browser/form"),
+            actions: actions(r#"[{"action": "snapshot"}]"#),
+            profile: Profile::Desktop,
+            credentials: Credentials::default(),
+        });
+        for job in [render_job, browse_job] {
+            let id = ulid::Ulid::generate().to_string();
+            let record = trawl::store::NewJob::new(&id, &job, 3);
+            context
+                .store
+                .create_jobs(&[record])
+                .await
+                .expect("job recorded");
+            let envelope = trawl::queue::Envelope::new(id.clone(), job.clone());
+            trawl::runner::process(&context, &envelope)
+                .await
+                .expect("processed");
+            let record = context
+                .store
+                .job(&id)
+                .await
+                .expect("store answers")
+                .expect("job exists");
+            assert_eq!(record.status, trawl::store::Status::Succeeded, "{record:?}");
+            let result = record.result.expect("a result");
+            match job {
+                Job::Fetch(_) => {
+                    assert_eq!(result["extractor"], "browser");
+                    assert!(
+                        result["content"]["text"]
+                            .as_str()
+                            .is_some_and(|text| text.contains(JS_BUILT_TEXT)),
+                        "{result}"
+                    );
+                }
+                Job::Browse(_) => {
+                    assert_eq!(result["completed"], true, "{result}");
+                    assert!(
+                        result["steps"][0]["output"]
+                            .as_str()
+                            .is_some_and(|text| text.contains("Sign in")),
+                        "{result}"
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn trawl_screenshot_writes_a_png() {
+    let fixture = &shared().fixture;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("shot.png");
+    let output = crate::trawl_command(dir.path())
+        .args(["screenshot", "--grid", "--allow-private-network", "-o"])
+        .arg(&png)
+        .arg(fixture.url("/browser/form"))
+        .output()
+        .expect("trawl runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("the png was written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+
+    // The default policy refuses loopback, in the browser as in the fetch client.
+    let refused = crate::trawl_command(dir.path())
+        .args(["browse", &fixture.url("/browser/form")])
+        .output()
+        .expect("trawl runs");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("blocked_destination"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
