@@ -112,6 +112,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let mut context = embedded.context(&config)?;
     context.browser = Some(embedded.browser(&config).await?);
     let context = std::sync::Arc::new(context);
+    let browser = context.browser.clone();
     let Embedded { store, queue, .. } = embedded;
 
     let pools = Pools::start(context.clone(), &queue, &config, args.archive)?;
@@ -152,6 +153,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     print_summary(&record, started.elapsed(), interrupted);
     if let Some(stats) = archived {
         println!("archived: {stats}");
+    }
+    // The browser closes and its temporary profile goes (pools have stopped by now).
+    if let Some(browser) = &browser {
+        browser.shutdown().await;
     }
     queue.close().await;
     store.close().await;

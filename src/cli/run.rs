@@ -103,6 +103,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let mut context = embedded.context(&config)?;
     context.browser = Some(embedded.browser(&config).await?);
     let context = Arc::new(context);
+    let browser = context.browser.clone();
     let Embedded {
         store,
         queue,
@@ -193,6 +194,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     .await?;
     if let Some(stats) = archived {
         println!("archived: {stats}");
+    }
+    // The browser closes and its temporary profile goes (pools have stopped by now).
+    if let Some(browser) = &browser {
+        browser.shutdown().await;
     }
     queue.close().await;
     store.close().await;

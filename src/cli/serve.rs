@@ -48,6 +48,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let mut context = embedded.context(&config)?;
     context.browser = Some(embedded.browser(&config).await?);
     let context = Arc::new(context);
+    let browser = context.browser.clone();
     let Embedded { store, queue, .. } = embedded;
     // The index is searched whether or not this server archives (another process may hold
     // its writer: then this server searches what that one commits).
@@ -134,6 +135,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Ok(Ok(Ok(()))) | Err(_) => {}
         Ok(Ok(Err(error))) => eprintln!("trawl: server error: {error}"),
         Ok(Err(error)) => eprintln!("trawl: server task failed: {error}"),
+    }
+    // The browser closes and its temporary profile goes (pools have stopped by now).
+    if let Some(browser) = &browser {
+        browser.shutdown().await;
     }
     queue.close().await;
     store.close().await;

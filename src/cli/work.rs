@@ -116,6 +116,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         context.browser = Some(embedded.browser(&config).await?);
     }
     let context = Arc::new(context);
+    let browser = context.browser.clone();
     let Embedded { store, queue, .. } = embedded;
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -176,6 +177,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
                 "trawl: the archive pool did not stop in time; pending pages wait for the next start"
             ),
         }
+    }
+    // The browser closes and its temporary profile goes (pools have stopped by now).
+    if let Some(browser) = &browser {
+        browser.shutdown().await;
     }
     queue.close().await;
     store.close().await;
