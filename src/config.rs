@@ -54,6 +54,8 @@ pub struct Config {
     pub politeness: trawl_workers::crawl::politeness::Config,
     /// The browser pool: Chromium, contexts, recycling, action limits.
     pub browse: trawl_workers::browse::Config,
+    /// Agent sessions over the API.
+    pub sessions: crate::sessions::Config,
 }
 
 impl Default for Config {
@@ -72,6 +74,7 @@ impl Default for Config {
             archive: archive::Config::default(),
             politeness: trawl_workers::crawl::politeness::Config::default(),
             browse: trawl_workers::browse::Config::default(),
+            sessions: crate::sessions::Config::default(),
         }
     }
 }
@@ -155,6 +158,7 @@ impl Config {
         self.archive.validate().map_err(Error::Invalid)?;
         self.politeness.validate().map_err(Error::Invalid)?;
         self.browse.validate().map_err(Error::Invalid)?;
+        self.sessions.validate().map_err(Error::Invalid)?;
         self.ssrf
             .validate()
             .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;

@@ -6,13 +6,14 @@
 //! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion, per-host
 //!   politeness (in process, or shared through Redis).
 //! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
-//! - `store`: jobs, pages, blobs, crawls (SQLite or PostgreSQL via sqlx; zstd,
+//! - `store`: jobs, pages, blobs, crawls, sessions (SQLite or PostgreSQL via sqlx; zstd,
 //!   content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite, or apalis-redis).
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
 //! - `archive`: the archive pool: pending pages → chunks → tantivy index, responses → WARC.
 //! - `cache`: fresh pages, in an in-process LRU over the store.
 //! - `pages`: reading stored pages by line range; grep.
+//! - `sessions`: agent sessions: a browser context per session, previews, the replay log.
 //! - `api`: the HTTP API (axum), its errors, auth and OpenAPI document.
 //! - `webhooks`: signed event delivery through the SSRF guard.
 //! - `metrics`: Prometheus counters and histograms.
@@ -34,6 +35,7 @@ pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod runner;
+pub mod sessions;
 pub mod store;
 pub mod telemetry;
 pub mod webhooks;

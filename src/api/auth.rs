@@ -13,13 +13,22 @@ use subtle::ConstantTimeEq as _;
 use super::AppState;
 use super::error::ApiError;
 
-/// Lets a request through when no tokens are configured or its bearer token matches one.
+/// Who made a request: the fingerprint of its bearer token (`anonymous` when the server has
+/// no tokens). Sessions belong to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Owner(pub(super) String);
+
+/// Lets a request through when no tokens are configured or its bearer token matches one, and
+/// records who made it ([`Owner`]).
 pub(super) async fn require_token(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if state.config.tokens.is_empty() {
+        request
+            .extensions_mut()
+            .insert(Owner(crate::sessions::owner_of(None)));
         return next.run(request).await;
     }
     let presented = request
@@ -36,6 +45,8 @@ pub(super) async fn require_token(
         matched |= presented.as_bytes().ct_eq(token.expose().as_bytes());
     }
     if bool::from(matched) {
+        let owner = Owner(crate::sessions::owner_of(Some(presented)));
+        request.extensions_mut().insert(owner);
         next.run(request).await
     } else {
         unauthorized("invalid bearer token")

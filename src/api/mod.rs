@@ -1,6 +1,6 @@
 //! The HTTP API (axum, JSON): jobs (submit one or a batch, read, follow as server-sent events,
 //! cancel), the synchronous fetch, stored pages (read by line range, grep), crawls, archive search,
-//! health, metrics
+//! agent sessions, health, metrics
 //! and the OpenAPI document generated from the handlers' types.
 //!
 //! Not here: running jobs (the pools run beside the API in `trawl serve`, or elsewhere), or
@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod openapi;
 pub mod pages;
 pub mod search;
+pub mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -100,6 +101,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The archive searched by `/v1/search`, when this server has one.
     pub archive: Option<ArchiveSearch>,
+    /// Agent sessions, when this server runs a browser.
+    pub sessions: Option<Arc<crate::sessions::Sessions>>,
 }
 
 /// The archive index `/v1/search` reads, and its default limit of hits per page.
@@ -124,6 +127,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/search", get(search::search))
         .route("/v1/crawls", post(crawls::start))
         .route("/v1/crawls/{id}", get(crawls::read).delete(crawls::cancel))
+        .route("/v1/sessions", post(sessions::open))
+        .route("/v1/sessions/{id}", axum::routing::delete(sessions::close))
+        .route("/v1/sessions/{id}/actions", post(sessions::act))
+        .route("/v1/sessions/{id}/previews/{n}", get(sessions::preview))
+        .route("/v1/sessions/{id}/replay", get(sessions::replay))
         .route("/metrics", get(health::metrics))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

@@ -21,6 +21,11 @@ use utoipa::{Modify, OpenApi};
         super::crawls::start,
         super::crawls::read,
         super::crawls::cancel,
+        super::sessions::open,
+        super::sessions::act,
+        super::sessions::preview,
+        super::sessions::replay,
+        super::sessions::close,
         super::health::healthz,
         super::health::metrics,
     ),
@@ -31,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         (name = "pages", description = "read and grep stored pages"),
         (name = "crawls", description = "crawl sites"),
         (name = "archive", description = "search the archive"),
+        (name = "sessions", description = "drive a browser step by step (agents)"),
         (name = "health", description = "health and metrics"),
     )
 )]

@@ -46,10 +46,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     config.validate()?;
     let embedded = Embedded::open(&config).await?;
     let mut context = embedded.context(&config)?;
-    context.browser = Some(embedded.browser(&config).await?);
+    if !args.no_pools {
+        context.browser = Some(embedded.browser(&config).await?);
+    }
     let context = Arc::new(context);
     let browser = context.browser.clone();
     let Embedded { store, queue, .. } = embedded;
+    // Agent sessions live where the browser is.
+    let sessions = browser.as_ref().map(|browser| {
+        crate::sessions::Sessions::new(browser.clone(), store.clone(), config.sessions.clone())
+    });
+    let sweeper = sessions.as_ref().map(|sessions| sessions.spawn_sweeper());
     // The index is searched whether or not this server archives (another process may hold
     // its writer: then this server searches what that one commits).
     let archive_index = trawl_workers::archive::index::ArchiveIndex::open_or_create(
@@ -84,6 +91,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             index: archive_index,
             per_page: config.archive.per_page,
         }),
+        sessions: sessions.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&config.api.bind)
         .await
@@ -135,6 +143,12 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Ok(Ok(Ok(()))) | Err(_) => {}
         Ok(Ok(Err(error))) => eprintln!("trawl: server error: {error}"),
         Ok(Err(error)) => eprintln!("trawl: server task failed: {error}"),
+    }
+    if let Some(sweeper) = sweeper {
+        sweeper.abort();
+    }
+    if let Some(sessions) = &sessions {
+        sessions.close_all().await;
     }
     // The browser closes and its temporary profile goes (pools have stopped by now).
     if let Some(browser) = &browser {

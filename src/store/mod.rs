@@ -12,6 +12,7 @@
 mod blob;
 mod postgres;
 mod rows;
+mod sessions;
 mod sqlite;
 mod writer;
 
@@ -214,6 +215,21 @@ macro_rules! delegate {
 delegate! {
     /// Checks that the store answers.
     pub async fn ping(&self) -> Result<(), Error>;
+
+    /// Records a new agent session of `owner` (a token fingerprint).
+    pub async fn create_session(&self, id: &str, owner: &str, profile: &str) -> Result<(), Error>;
+
+    /// Marks a session closed, with why (`closed`, `expired`, `browser_failed`, `shutdown`).
+    pub async fn close_session(&self, id: &str, reason: &str) -> Result<(), Error>;
+
+    /// A session's record.
+    pub async fn session(&self, id: &str) -> Result<Option<SessionRecord>, Error>;
+
+    /// Appends a step to a session's replay log (its screenshot into the blobs).
+    pub async fn add_session_step(&self, step: &NewSessionStep<'_>) -> Result<(), Error>;
+
+    /// A session's replay log, in order.
+    pub async fn session_steps(&self, id: &str) -> Result<Vec<SessionStepRecord>, Error>;
 
     /// Records a batch and its jobs as queued, all or none.
     pub async fn submit(&self, batch: Option<&NewBatch>, jobs: &[NewJob]) -> Result<(), Error>;
@@ -674,6 +690,43 @@ pub struct CrawlCounters {
     pub skipped_limit: u64,
     /// Pages whose `rel=canonical` names a page the crawl already has.
     pub skipped_duplicate: u64,
+}
+
+pub use sessions::NewSessionStep;
+
+/// An agent session as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionRecord {
+    /// The session id (ULID).
+    pub id: String,
+    /// Fingerprint of the token that opened it.
+    #[serde(skip)]
+    pub owner: String,
+    /// `desktop` or `mobile`.
+    pub profile: String,
+    /// When it was opened (RFC 3339).
+    pub created_at: String,
+    /// When it was closed.
+    pub closed_at: Option<String>,
+    /// Why: `closed`, `expired`, `browser_failed` or `shutdown`.
+    pub close_reason: Option<String>,
+}
+
+/// One step of a session's replay log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStepRecord {
+    /// Its number (1, 2, …).
+    pub seq: u64,
+    /// The action.
+    pub action: serde_json::Value,
+    /// What it did (without its image).
+    pub outcome: serde_json::Value,
+    /// The screenshot's blob.
+    pub image_sha256: Option<String>,
+    /// The screenshot's media type.
+    pub image_type: Option<String>,
+    /// When it ran.
+    pub created_at: String,
 }
 
 /// A crawl as recorded.

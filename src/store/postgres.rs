@@ -42,7 +42,7 @@ const CRAWL_URLS_PER_INSERT: usize = 1_000;
 /// The PostgreSQL engine, cheap to clone (a connection pool).
 #[derive(Debug, Clone)]
 pub(super) struct PgStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
 }
 
 type Transaction = sqlx::Transaction<'static, Postgres>;

@@ -24,7 +24,7 @@ use super::{
 /// The SQLite engine, cheap to clone (a connection pool).
 #[derive(Debug, Clone)]
 pub(super) struct SqliteStore {
-    pool: SqlitePool,
+    pub(super) pool: SqlitePool,
 }
 
 impl SqliteStore {

@@ -49,6 +49,7 @@ impl Api {
         .expect("queue");
         let state = AppState {
             archive: None,
+            sessions: None,
             context: context.clone(),
             queue: queue.clone(),
             config: Arc::new(api::Config {

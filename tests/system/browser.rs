@@ -220,7 +220,10 @@ fn snapshot_indexes_drive_clicks_and_history_moves_back_and_forward() {
         let snapshot = browse::actions::run(&mut lease, &Action::Snapshot)
             .await
             .expect("runs");
-        let text = snapshot.output.expect("output");
+        let text = snapshot
+            .output
+            .clone()
+            .unwrap_or_else(|| panic!("{snapshot:?}"));
         let link = index_of(&text, "Second page");
         assert_eq!(
             text.matches("Second page").count(),
@@ -697,4 +700,255 @@ fn trawl_screenshot_writes_a_png() {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
+}
+
+async fn session_store(dir: &std::path::Path) -> trawl::store::Store {
+    trawl::store::Store::open(&dir.join("trawl.sqlite"))
+        .await
+        .expect("store opens")
+}
+
+#[test]
+fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_step() {
+    run(async {
+        use trawl::sessions::{Config, Sessions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = session_store(dir.path()).await;
+        let config = Config {
+            previews: 3,
+            ..Config::default()
+        };
+        let sessions = Sessions::new(shared().pool.clone(), store.clone(), config);
+        let info = sessions
+            .open("owner-a", Profile::Desktop, &Credentials::default())
+            .await
+            .expect("opens");
+        let steps = sessions
+            .act(
+                "owner-a",
+                &info.id,
+                &actions(&format!(
+                    r##"[{{"action": "goto", "url": "{}"}}, {{"action": "snapshot"}},
+                        {{"action": "type", "selector": "input[name=password]", "text": "s3cret-pw"}},
+                        {{"action": "click", "selector": "a"}}, {{"action": "back"}},
+                        {{"action": "click", "selector": "#missing"}},
+                        {{"action": "reload"}}]"##,
+                    site("/browser/form")
+                )),
+            )
+            .await
+            .expect("acts");
+        // The failed click ends the batch: reload never ran.
+        assert_eq!(steps.len(), 6, "{steps:#?}");
+        assert!(!steps[5].outcome.ok);
+        let previews: Vec<Option<u64>> = steps.iter().map(|step| step.preview).collect();
+        assert_eq!(
+            previews,
+            vec![Some(1), None, Some(2), Some(3), Some(4), None],
+            "previews after page-changing actions that succeeded, never after an error"
+        );
+        // The ring keeps the last 3.
+        assert!(sessions.preview("owner-a", &info.id, 1).is_err());
+        let jpeg = sessions.preview("owner-a", &info.id, 4).expect("kept");
+        assert!(jpeg.starts_with(&[0xFF, 0xD8]), "a JPEG");
+        assert!(
+            sessions.preview("owner-b", &info.id, 4).is_err(),
+            "another owner"
+        );
+
+        sessions.close("owner-a", &info.id).await.expect("closes");
+        assert!(
+            sessions
+                .act("owner-a", &info.id, &[Action::Snapshot])
+                .await
+                .is_err()
+        );
+        let replay = sessions.replay("owner-a", &info.id).await.expect("replay");
+        assert_eq!(replay.steps.len(), 6);
+        assert_eq!(replay.session.close_reason.as_deref(), Some("closed"));
+        assert!(replay.steps.iter().all(|step| step.image.is_some()));
+        assert_eq!(replay.steps[0].action["action"], "goto");
+        let json = serde_json::to_string(&replay).expect("json");
+        assert!(!json.contains("s3cret-pw") || json.matches("s3cret-pw").count() == 1);
+        assert!(sessions.replay("owner-b", &info.id).await.is_err());
+    });
+}
+
+#[test]
+fn sessions_are_bounded_and_idle_ones_expire() {
+    run(async {
+        use trawl::sessions::{Config, Error, Sessions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = session_store(dir.path()).await;
+        let config = Config {
+            max_sessions: 1,
+            idle_timeout_secs: 1,
+            ..Config::default()
+        };
+        let sessions = Sessions::new(shared().pool.clone(), store.clone(), config);
+        let first = sessions
+            .open("owner", Profile::Mobile, &Credentials::default())
+            .await
+            .expect("opens");
+        let second = sessions
+            .open("owner", Profile::Desktop, &Credentials::default())
+            .await;
+        assert!(matches!(second, Err(Error::Busy(_))), "{second:?}");
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        assert_eq!(sessions.expire_idle().await, 1);
+        assert_eq!(sessions.count(), 0);
+        let record = store
+            .session(&first.id)
+            .await
+            .expect("store")
+            .expect("kept");
+        assert_eq!(record.close_reason.as_deref(), Some("expired"));
+        assert_eq!(record.profile, "mobile");
+    });
+}
+
+#[test]
+fn the_session_api_belongs_to_the_token_that_opened_it() {
+    run(async {
+        use tower::ServiceExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = session_store(dir.path()).await;
+        let context = Arc::new(trawl::runner::Context::new(
+            store.clone(),
+            fetch_deps(),
+            trawl::runner::Config::default(),
+        ));
+        let queue = trawl::queue::Queue::open(
+            &dir.path().join("queue.sqlite"),
+            "sessions-test",
+            trawl::runner::Config::default().queue_settings(),
+        )
+        .await
+        .expect("queue");
+        let sessions = trawl::sessions::Sessions::new(
+            shared().pool.clone(),
+            store,
+            trawl::sessions::Config::default(),
+        );
+        let token_a = "token-a-0123456789abcdef";
+        let token_b = "token-b-0123456789abcdef";
+        let router = trawl::api::router(trawl::api::AppState {
+            context,
+            queue,
+            config: Arc::new(trawl::api::Config {
+                tokens: vec![
+                    trawl::config::Secret::new(token_a),
+                    trawl::config::Secret::new(token_b),
+                ],
+                ..trawl::api::Config::default()
+            }),
+            archive: None,
+            sessions: Some(sessions),
+        });
+        let call = |method: &str, uri: String, token: &str, body: Option<String>| {
+            let router = router.clone();
+            let request = axum::http::Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .extension(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    9,
+                ))))
+                .body(axum::body::Body::from(body.unwrap_or_default()))
+                .expect("request");
+            async move {
+                let response = router.oneshot(request).await.expect("responds");
+                let status = response.status().as_u16();
+                let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+                    .await
+                    .expect("body");
+                (status, bytes.to_vec())
+            }
+        };
+        let json = |bytes: &[u8]| -> serde_json::Value {
+            serde_json::from_slice(bytes).expect("json body")
+        };
+        let (status, body) = call(
+            "POST",
+            "/v1/sessions".to_owned(),
+            token_a,
+            Some(r#"{"profile": "desktop"}"#.to_owned()),
+        )
+        .await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        let id = json(&body)["id"].as_str().expect("id").to_owned();
+        let goto = format!(
+            r#"{{"action": "goto", "url": "{}"}}"#,
+            site("/browser/shadow")
+        );
+        let (status, body) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_a,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let steps = json(&body);
+        assert_eq!(steps["steps"][0]["ok"], true, "{steps}");
+        let preview = steps["steps"][0]["preview"].as_u64().expect("a preview");
+        let (status, body) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_a,
+            Some(
+                r#"{"actions": [{"action": "snapshot"}, {"action": "click", "index": 1}]}"#
+                    .to_owned(),
+            ),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json(&body)["steps"].as_array().map(Vec::len), Some(2));
+        let (status, jpeg) = call(
+            "GET",
+            format!("/v1/sessions/{id}/previews/{preview}"),
+            token_a,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(jpeg.starts_with(&[0xFF, 0xD8]));
+        // Another token sees nothing.
+        for (method, uri, body) in [
+            (
+                "POST",
+                format!("/v1/sessions/{id}/actions"),
+                Some(goto.clone()),
+            ),
+            ("GET", format!("/v1/sessions/{id}/previews/{preview}"), None),
+            ("GET", format!("/v1/sessions/{id}/replay"), None),
+            ("DELETE", format!("/v1/sessions/{id}"), None),
+        ] {
+            let (status, _) = call(method, uri.clone(), token_b, body).await;
+            assert_eq!(status, 404, "{method} {uri}");
+        }
+        let (status, body) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_a,
+            Some(r#"{"action": "teleport"}"#.to_owned()),
+        )
+        .await;
+        assert_eq!(status, 422, "{}", String::from_utf8_lossy(&body));
+        let (status, _) = call("DELETE", format!("/v1/sessions/{id}"), token_a, None).await;
+        assert_eq!(status, 204);
+        let (status, body) = call("GET", format!("/v1/sessions/{id}/replay"), token_a, None).await;
+        assert_eq!(status, 200);
+        let replay = json(&body);
+        assert_eq!(
+            replay["steps"].as_array().map(Vec::len),
+            Some(3),
+            "{replay}"
+        );
+        assert_eq!(replay["session"]["close_reason"], "closed");
+        let (status, _) = call("DELETE", format!("/v1/sessions/{id}"), token_a, None).await;
+        assert_eq!(status, 404);
+    });
 }

@@ -14,6 +14,7 @@ on_both_engines!(
     crawls_keep_their_seen_set_counters_and_budget,
     pages_wait_for_the_archive_and_export_in_order,
     a_worker_that_lost_its_job_cannot_commit_late,
+    session_replay_logs_keep_steps_and_screenshots_in_order,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -686,4 +687,54 @@ async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
     assert_eq!(ended, Some(Status::Succeeded));
     let job = store.job(&id).await.expect("reads").expect("exists");
     assert_eq!(job.result.expect("result")["late"], false);
+}
+
+async fn session_replay_logs_keep_steps_and_screenshots_in_order(db: TestDb) {
+    let store = db.open().await;
+    store
+        .create_session("s1", "owner", "mobile")
+        .await
+        .expect("creates");
+    let image = vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3];
+    for seq in [2_u64, 1] {
+        let action = serde_json::json!({"action": "snapshot", "n": seq});
+        let outcome = serde_json::json!({"ok": true});
+        store
+            .add_session_step(&trawl::store::NewSessionStep {
+                session_id: "s1",
+                seq,
+                action: &action,
+                outcome: &outcome,
+                image: (seq == 1).then_some((image.as_slice(), "image/jpeg")),
+            })
+            .await
+            .expect("records");
+    }
+    // A step recorded twice (a retried request) stays one step.
+    let action = serde_json::json!({"action": "other"});
+    store
+        .add_session_step(&trawl::store::NewSessionStep {
+            session_id: "s1",
+            seq: 1,
+            action: &action,
+            outcome: &action,
+            image: None,
+        })
+        .await
+        .expect("ignored");
+    let steps = store.session_steps("s1").await.expect("reads");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].seq, 1);
+    assert_eq!(steps[0].action["n"], 1);
+    let sha = steps[0].image_sha256.clone().expect("an image");
+    assert_eq!(steps[0].image_type.as_deref(), Some("image/jpeg"));
+    assert_eq!(store.blob(&sha).await.expect("reads"), Some(image));
+    assert_eq!(steps[1].image_sha256, None);
+
+    store.close_session("s1", "expired").await.expect("closes");
+    store.close_session("s1", "closed").await.expect("no-op");
+    let record = store.session("s1").await.expect("reads").expect("exists");
+    assert_eq!(record.close_reason.as_deref(), Some("expired"));
+    assert_eq!(record.owner, "owner");
+    assert!(store.session("nope").await.expect("reads").is_none());
 }

@@ -961,17 +961,38 @@ pub(crate) async fn evaluate(page: &Page, call: &str, timeout: Duration) -> Resu
         .await_promise(false)
         .build()
         .map_err(|error| Failure::Browser(Error::Crashed(error)))?;
-    match tokio::time::timeout(timeout, page.evaluate_expression(params)).await {
-        Ok(Ok(result)) => Ok(result.value().cloned().unwrap_or(Value::Null)),
-        Ok(Err(CdpError::JavascriptException(exception))) => Err(Failure::action(
-            "action_failed",
-            format!("the page's script failed: {}", exception.text),
-        )),
-        Ok(Err(error)) => Err(Failure::Browser(Error::Crashed(error.to_string()))),
-        Err(_) => Err(Failure::action(
-            ErrorCode::Timeout.as_str(),
-            format!("the page did not answer within {} s", timeout.as_secs()),
-        )),
+    // Right after a navigation the page's script context is being replaced: a call that lands
+    // in the old one fails once, and the next finds the new one.
+    let mut retried = false;
+    loop {
+        match tokio::time::timeout(timeout, page.evaluate_expression(params.clone())).await {
+            Ok(Ok(result)) => return Ok(result.value().cloned().unwrap_or(Value::Null)),
+            Ok(Err(CdpError::JavascriptException(exception))) => {
+                if !retried {
+                    retried = true;
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    continue;
+                }
+                return Err(Failure::action(
+                    "action_failed",
+                    format!("the page's script failed: {}", exception.text),
+                ));
+            }
+            Ok(Err(error)) => {
+                if !retried {
+                    retried = true;
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    continue;
+                }
+                return Err(Failure::Browser(Error::Crashed(error.to_string())));
+            }
+            Err(_) => {
+                return Err(Failure::action(
+                    ErrorCode::Timeout.as_str(),
+                    format!("the page did not answer within {} s", timeout.as_secs()),
+                ));
+            }
+        }
     }
 }
 

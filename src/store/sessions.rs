@@ -1,0 +1,155 @@
+//! Agent sessions' records and replay logs, for both engines from one source: the queries use
+//! `$N` parameters and `ON CONFLICT`, which SQLite and PostgreSQL read alike, and a macro
+//! implements them on each engine's store.
+//!
+//! Not here: live sessions and their browsers (`crate::sessions`).
+
+use super::blob::Blob;
+use super::rows::{Columns, now_rfc3339};
+use super::{Error, SessionRecord, SessionStepRecord};
+
+/// A step to record.
+#[derive(Debug, Clone)]
+pub struct NewSessionStep<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// Its number in the session (1, 2, …).
+    pub seq: u64,
+    /// The action's JSON form.
+    pub action: &'a serde_json::Value,
+    /// The outcome's JSON form, without its image.
+    pub outcome: &'a serde_json::Value,
+    /// The step's screenshot and its media type.
+    pub image: Option<(&'a [u8], &'a str)>,
+}
+
+fn session(row: &impl Columns) -> Result<SessionRecord, Error> {
+    Ok(SessionRecord {
+        id: row.text("id")?,
+        owner: row.text("owner")?,
+        profile: row.text("profile")?,
+        created_at: row.text("created_at")?,
+        closed_at: row.opt_text("closed_at")?,
+        close_reason: row.opt_text("close_reason")?,
+    })
+}
+
+fn step(row: &impl Columns) -> Result<SessionStepRecord, Error> {
+    let json = |name: &str, what: &'static str| -> Result<serde_json::Value, Error> {
+        let text = row.text(name)?;
+        serde_json::from_str(&text).map_err(|error| Error::Corrupt {
+            what,
+            detail: error.to_string(),
+        })
+    };
+    Ok(SessionStepRecord {
+        seq: u64::try_from(row.int("seq")?).unwrap_or(0),
+        action: json("action", "session step action")?,
+        outcome: json("outcome", "session step outcome")?,
+        image_sha256: row.opt_text("image_sha256")?,
+        image_type: row.opt_text("image_type")?,
+        created_at: row.text("created_at")?,
+    })
+}
+
+macro_rules! session_queries {
+    ($store:ty) => {
+        impl $store {
+            pub(super) async fn create_session(
+                &self,
+                id: &str,
+                owner: &str,
+                profile: &str,
+            ) -> Result<(), Error> {
+                sqlx::query(
+                    "INSERT INTO sessions (id, owner, profile, created_at) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(id)
+                .bind(owner)
+                .bind(profile)
+                .bind(now_rfc3339())
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            pub(super) async fn close_session(&self, id: &str, reason: &str) -> Result<(), Error> {
+                sqlx::query(
+                    "UPDATE sessions SET closed_at = $1, close_reason = $2 \
+                     WHERE id = $3 AND closed_at IS NULL",
+                )
+                .bind(now_rfc3339())
+                .bind(reason)
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            pub(super) async fn session(&self, id: &str) -> Result<Option<SessionRecord>, Error> {
+                let row = sqlx::query(
+                    "SELECT id, owner, profile, created_at, closed_at, close_reason \
+                     FROM sessions WHERE id = $1",
+                )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|row| session(&row)).transpose()
+            }
+
+            pub(super) async fn add_session_step(
+                &self,
+                step: &NewSessionStep<'_>,
+            ) -> Result<(), Error> {
+                let mut tx = self.pool.begin().await?;
+                let image = step.image.map(|(bytes, media_type)| (Blob::pack(bytes, 3), media_type));
+                if let Some((blob, _)) = &image {
+                    sqlx::query(
+                        "INSERT INTO blobs (sha256, codec, size, bytes) VALUES ($1, $2, $3, $4) \
+                         ON CONFLICT (sha256) DO NOTHING",
+                    )
+                    .bind(&blob.sha256)
+                    .bind(blob.codec)
+                    .bind(blob.size as i64)
+                    .bind(&blob.bytes)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                sqlx::query(
+                    "INSERT INTO session_steps \
+                     (session_id, seq, action, outcome, image_sha256, image_type, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     ON CONFLICT (session_id, seq) DO NOTHING",
+                )
+                .bind(step.session_id)
+                .bind(step.seq as i64)
+                .bind(step.action.to_string())
+                .bind(step.outcome.to_string())
+                .bind(image.as_ref().map(|(blob, _)| blob.sha256.clone()))
+                .bind(image.as_ref().map(|(_, media_type)| (*media_type).to_owned()))
+                .bind(now_rfc3339())
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            pub(super) async fn session_steps(
+                &self,
+                id: &str,
+            ) -> Result<Vec<SessionStepRecord>, Error> {
+                let rows = sqlx::query(
+                    "SELECT seq, action, outcome, image_sha256, image_type, created_at \
+                     FROM session_steps WHERE session_id = $1 ORDER BY seq",
+                )
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(step).collect()
+            }
+        }
+    };
+}
+
+session_queries!(super::sqlite::SqliteStore);
+session_queries!(super::postgres::PgStore);
