@@ -26,7 +26,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     SetUserAgentOverrideParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams, DisposeBrowserContextParams, GetTargetsParams,
+    CreateBrowserContextParams, CreateTargetParams, DisposeBrowserContextParams,
 };
 use chromiumoxide::page::Page;
 use futures_util::StreamExt;
@@ -655,35 +655,32 @@ impl Lease {
     /// Adopts tabs the page opened itself (popups, `target=_blank`) so they can be switched
     /// to; returns how many were new.
     pub async fn adopt_popups(&mut self) -> Result<usize, Error> {
-        let Some(context) = self.context.clone() else {
-            return Ok(0);
-        };
         let timeout = self.pool.command_timeout();
         let browser = self.running.browser();
-        let targets = with_timeout(timeout, browser.execute(GetTargetsParams::default()))
-            .await?
-            .result
-            .target_infos;
-        let mut added = 0;
-        for target in targets {
-            if target.r#type != "page" || target.browser_context_id.as_ref() != Some(&context) {
-                continue;
+        // The pages chromiumoxide attached to, asked of its handler (no round trip to
+        // Chromium: `Target.getTargets` was seen to stall while a popup was starting). A popup
+        // is a page opened by one of this lease's tabs.
+        let pages = match tokio::time::timeout(Duration::from_secs(5), browser.pages()).await {
+            Ok(Ok(pages)) => pages,
+            Ok(Err(error)) => return Err(Error::Crashed(error.to_string())),
+            Err(_) => {
+                tracing::debug!("the browser did not list its pages within 5 s");
+                return Ok(0);
             }
-            if self
-                .tabs
-                .iter()
-                .any(|tab| tab.page.target_id() == &target.target_id)
-            {
+        };
+        let mut added = 0;
+        for page in pages {
+            let ours = |id: &chromiumoxide::cdp::browser_protocol::target::TargetId| {
+                self.tabs.iter().any(|tab| tab.page.target_id() == id)
+            };
+            let opened_by_us = page.opener_id().as_ref().is_some_and(ours);
+            if !opened_by_us || ours(page.target_id()) {
                 continue;
             }
             // A popup still starting may not answer yet: it is skipped now and adopted by a
             // later call, rather than failing the lease.
             let profile = self.profile;
             let adopt = async {
-                let page = browser
-                    .get_page(target.target_id)
-                    .await
-                    .map_err(|error| Error::Crashed(error.to_string()))?;
                 apply_profile(&page, profile, timeout).await?;
                 Tab::watch(page).await
             };
