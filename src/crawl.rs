@@ -493,6 +493,7 @@ pub async fn follow(
             let job = Job::Fetch(FetchJob {
                 extract: plan.spec.extract,
                 archive: plan.spec.archive,
+                render: plan.spec.render,
                 ..FetchJob::new(url.to_string())
             });
             jobs.push(NewJob {

@@ -21,7 +21,7 @@ use trawl_workers::web::normalize::normalize_url;
 
 use crate::cache::{CachedPage, PageCache};
 use crate::metrics::Metrics;
-use crate::queue::{Envelope, Queue, Storage};
+use crate::queue::{Envelope, Lane, Queue, Storage};
 use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status, Store};
 use crate::webhooks::{Event, EventType, Webhooks};
 
@@ -156,39 +156,102 @@ impl Context {
     }
 }
 
-/// Runs the fetch pool on `queue` (either engine) until `shutdown` completes. Jobs not yet
-/// started stay in the queue; a job interrupted mid-way is delivered again later (at least
-/// once) and its writes are idempotent. A worker that stops on a backend error (Redis
-/// restarted or unreachable, a database error) is started again under a new name after a
-/// pause, so a pool outlives outages; its unacknowledged jobs are recovered by the queue.
+/// Runs the fetch pool on `queue` (either engine) until `shutdown` completes, and, when the
+/// context has a browser, the browse pool on the queue's browse lane beside it (as many jobs at
+/// once as the browser has contexts). Jobs not yet started stay in the queue; a job interrupted
+/// mid-way is delivered again later (at least once) and its writes are idempotent. A worker
+/// that stops on a backend error (Redis restarted or unreachable, a database error) is started
+/// again under a new name after a pause, so a pool outlives outages; its unacknowledged jobs
+/// are recovered by the queue.
 pub async fn run_pool(
     context: Arc<Context>,
     queue: &Queue,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
-    let concurrency = context.config.concurrency;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let signal = tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |stop: &tokio::sync::watch::Receiver<bool>| {
+        let mut stop = stop.clone();
+        async move {
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        }
+    };
+    let fetch = run_lane(
+        context.clone(),
+        queue,
+        Lane::Fetch,
+        context.config.concurrency,
+        stopped(&stop_rx),
+    );
+    let outcome = match context
+        .browser
+        .as_ref()
+        .map(|browser| browser.config().max_contexts)
+    {
+        Some(contexts) => {
+            let browse = run_lane(
+                context.clone(),
+                queue,
+                Lane::Browse,
+                contexts,
+                stopped(&stop_rx),
+            );
+            let (fetch, browse) = tokio::join!(fetch, browse);
+            fetch.and(browse)
+        }
+        None => fetch.await,
+    };
+    signal.abort();
+    outcome
+}
+
+/// Runs one lane's workers until `shutdown` completes.
+async fn run_lane(
+    context: Arc<Context>,
+    queue: &Queue,
+    lane: Lane,
+    concurrency: usize,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
     let poll = Duration::from_millis(context.config.poll_interval_ms);
-    match queue.storage() {
+    // One lane keeps the queue tidy for both.
+    let upkeep = lane == Lane::Fetch;
+    match queue.lane_storage(lane) {
         Storage::Sqlite(storage) => {
-            supervise(context, queue, shutdown, move |name, context, stop| {
-                WorkerBuilder::new(name)
-                    .backend(storage.clone().poll_with_interval(poll))
-                    .concurrency(concurrency)
-                    .data(context)
-                    .build(handle)
-                    .run_until(stop)
-            })
+            supervise(
+                context,
+                queue,
+                upkeep,
+                shutdown,
+                move |name, context, stop| {
+                    WorkerBuilder::new(name)
+                        .backend(storage.clone().poll_with_interval(poll))
+                        .concurrency(concurrency)
+                        .data(context)
+                        .build(handle)
+                        .run_until(stop)
+                },
+            )
             .await
         }
         Storage::Redis(storage) => {
-            supervise(context, queue, shutdown, move |name, context, stop| {
-                WorkerBuilder::new(name)
-                    .backend(storage.clone().poll_with_interval(poll))
-                    .concurrency(concurrency)
-                    .data(context)
-                    .build(handle)
-                    .run_until(stop)
-            })
+            supervise(
+                context,
+                queue,
+                upkeep,
+                shutdown,
+                move |name, context, stop| {
+                    WorkerBuilder::new(name)
+                        .backend(storage.clone().poll_with_interval(poll))
+                        .concurrency(concurrency)
+                        .data(context)
+                        .build(handle)
+                        .run_until(stop)
+                },
+            )
             .await
         }
     }
@@ -202,6 +265,7 @@ pub async fn run_pool(
 async fn supervise<Start, Run>(
     context: Arc<Context>,
     queue: &Queue,
+    upkeep: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
     start: Start,
 ) -> Result<(), String>
@@ -216,6 +280,9 @@ where
     });
     let upkeep_queue = queue.clone();
     let upkeep = tokio::spawn(async move {
+        if !upkeep {
+            return;
+        }
         loop {
             if let Err(error) = upkeep_queue.promote_due().await {
                 tracing::debug!(error = %error, "promoting due queue tasks failed");

@@ -67,6 +67,29 @@ pub struct ScreenshotArgs {
     pub allow_private_network: bool,
 }
 
+/// `--render`: when pages are rendered in headless Chromium.
+#[derive(Debug, Clone, Copy, Default, clap::ValueEnum)]
+pub enum RenderArg {
+    /// Plain HTTP only.
+    #[default]
+    Never,
+    /// Every page in the browser.
+    Always,
+    /// Plain HTTP first; in the browser when a page looks built by JavaScript.
+    Auto,
+}
+
+impl From<RenderArg> for trawl_workers::job::Render {
+    fn from(render: RenderArg) -> Self {
+        use trawl_workers::job::{Render, RenderMode};
+        match render {
+            RenderArg::Never => Render::Flag(false),
+            RenderArg::Always => Render::Flag(true),
+            RenderArg::Auto => Render::Mode(RenderMode::Auto),
+        }
+    }
+}
+
 /// The profiles, for clap.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum ProfileArg {

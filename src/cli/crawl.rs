@@ -47,6 +47,10 @@ pub struct Args {
     /// Archive every page: search index and WARC records.
     #[arg(long)]
     pub archive: bool,
+    /// Render pages in headless Chromium: never (plain HTTP), always, or auto (when a plain
+    /// page looks built by JavaScript).
+    #[arg(long, value_enum, default_value = "never")]
+    pub render: super::browse::RenderArg,
     /// Format of the extracted text.
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: FormatArg,
@@ -102,6 +106,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         robots: !args.ignore_robots,
         extract: Format::from(args.format),
         archive: args.archive,
+        render: args.render.into(),
         ..CrawlSpec::new(args.seeds.clone())
     };
     if let Err(error) = spec.validate() {

@@ -69,6 +69,10 @@ pub struct Args {
     /// and WARC records (data_dir/warc); `trawl search` then answers from it.
     #[arg(long)]
     pub archive: bool,
+    /// Render pages in headless Chromium: never (plain HTTP), always, or auto (when a plain
+    /// page looks built by JavaScript).
+    #[arg(long, value_enum, default_value = "never")]
+    pub render: super::browse::RenderArg,
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -118,6 +122,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         cache_ttl: args.cache_ttl,
         extract: Format::from(args.format),
         archive: args.archive,
+        render: args.render.into(),
         ..FetchJob::new("")
     };
     template.validate().map_err(anyhow::Error::msg)?;

@@ -62,6 +62,12 @@ pub fn fetch_queue_name(namespace: &str) -> String {
     format!("{namespace}:fetch")
 }
 
+/// The name of the browse queue under a namespace: jobs that need the browser (browse jobs,
+/// fetches with `render: true`), taken only by workers that run one.
+pub fn browse_queue_name(namespace: &str) -> String {
+    format!("{namespace}:browse")
+}
+
 /// Queue failures.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -94,8 +100,8 @@ pub struct Queue {
 
 #[derive(Debug, Clone)]
 enum Engine {
-    Sqlite(sqlite::SqliteQueue),
-    Redis(redis::RedisQueue),
+    Sqlite(Box<sqlite::SqliteQueue>),
+    Redis(Box<redis::RedisQueue>),
 }
 
 /// The apalis storage a worker takes tasks from, per engine (for the runner).
@@ -105,6 +111,15 @@ pub enum Storage {
     Sqlite(SqliteStorage<Envelope>),
     /// The distributed engine.
     Redis(RedisStorage<Envelope>),
+}
+
+/// The two queues of a namespace: plain work, and work that needs the browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Fetch jobs over plain HTTP (and `render: "auto"`, which escalates in place).
+    Fetch,
+    /// Browse jobs and `render: true` fetches: only workers with a browser take them.
+    Browse,
 }
 
 /// How the pools take work from the queue.
@@ -122,7 +137,9 @@ pub struct Settings {
 impl Queue {
     /// Opens (creating if needed) the embedded queue file at `path` for `namespace`.
     pub async fn open(path: &Path, namespace: &str, settings: Settings) -> Result<Queue, Error> {
-        let engine = Engine::Sqlite(sqlite::SqliteQueue::open(path, namespace, settings).await?);
+        let engine = Engine::Sqlite(Box::new(
+            sqlite::SqliteQueue::open(path, namespace, settings).await?,
+        ));
         Ok(Queue { engine })
     }
 
@@ -134,20 +151,28 @@ impl Queue {
         namespace: &str,
         settings: Settings,
     ) -> Result<Queue, Error> {
-        let engine = Engine::Redis(redis::RedisQueue::connect(url, namespace, settings).await?);
+        let engine = Engine::Redis(Box::new(
+            redis::RedisQueue::connect(url, namespace, settings).await?,
+        ));
         Ok(Queue { engine })
     }
 
     /// Pushes envelopes in bulk (one transaction on SQLite, one script call per 1,000 on
-    /// Redis).
+    /// Redis): jobs that need the browser to the browse queue, the rest to the fetch queue.
     pub async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
-        if envelopes.is_empty() {
-            return Ok(());
+        let (browse, fetch): (Vec<Envelope>, Vec<Envelope>) = envelopes
+            .into_iter()
+            .partition(|envelope| envelope.job.needs_browser());
+        for (lane, envelopes) in [(Lane::Fetch, fetch), (Lane::Browse, browse)] {
+            if envelopes.is_empty() {
+                continue;
+            }
+            match &self.engine {
+                Engine::Sqlite(queue) => queue.push(lane, envelopes).await?,
+                Engine::Redis(queue) => queue.push(lane, envelopes).await?,
+            }
         }
-        match &self.engine {
-            Engine::Sqlite(queue) => queue.push(envelopes).await,
-            Engine::Redis(queue) => queue.push(envelopes).await,
-        }
+        Ok(())
     }
 
     /// Deletes the queue's data of tasks that ended. The store keeps every job's record; apalis
@@ -181,11 +206,18 @@ impl Queue {
         }
     }
 
-    /// Returns the apalis storage, for the runner's workers.
+    /// Returns the apalis storage of the fetch queue, for the runner's workers.
     pub fn storage(&self) -> Storage {
-        match &self.engine {
-            Engine::Sqlite(queue) => Storage::Sqlite(queue.storage.clone()),
-            Engine::Redis(queue) => Storage::Redis(queue.storage.clone()),
+        self.lane_storage(Lane::Fetch)
+    }
+
+    /// Returns the apalis storage of a lane, for the runner's workers.
+    pub fn lane_storage(&self, lane: Lane) -> Storage {
+        match (&self.engine, lane) {
+            (Engine::Sqlite(queue), Lane::Fetch) => Storage::Sqlite(queue.storage.clone()),
+            (Engine::Sqlite(queue), Lane::Browse) => Storage::Sqlite(queue.browse.clone()),
+            (Engine::Redis(queue), Lane::Fetch) => Storage::Redis(queue.storage.clone()),
+            (Engine::Redis(queue), Lane::Browse) => Storage::Redis(queue.browse.clone()),
         }
     }
 

@@ -13,7 +13,7 @@ use ::redis::aio::ConnectionManager;
 use apalis::prelude::TaskSink;
 use apalis_redis::RedisStorage;
 
-use super::{Envelope, Error, Settings, fetch_queue_name};
+use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name};
 
 /// Task ids moved per script call: `unpack` in Lua fails from about 8,000 values on.
 const CHUNK: usize = 1_000;
@@ -50,8 +50,10 @@ return pruned";
 #[derive(Debug, Clone)]
 pub(super) struct RedisQueue {
     pub(super) storage: RedisStorage<Envelope>,
+    pub(super) browse: RedisStorage<Envelope>,
     connection: ConnectionManager,
     config: apalis_redis::Config,
+    browse_config: apalis_redis::Config,
 }
 
 impl RedisQueue {
@@ -63,28 +65,39 @@ impl RedisQueue {
     ) -> Result<RedisQueue, Error> {
         let mut connection = apalis_redis::connect(url).await?;
         check_eviction_policy(&mut connection).await?;
-        let config = apalis_redis::Config::default()
-            .queue(fetch_queue_name(namespace))
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat)
-            // apalis_redis::Config::default() allows 10 missed heartbeats (its docs say 2).
-            .missed_heartbeats(settings.missed_heartbeats)
-            // Without persisted results no Complete event is sent and tasks never leave
-            // `inflight` (pitfall 6); it is the default, set here so it stays so.
-            .persist_results(true);
+        let lane_config = |name: String| {
+            apalis_redis::Config::default()
+                .queue(name)
+                .batch_size(settings.batch_size)
+                .heartbeat_interval(settings.heartbeat)
+                // apalis_redis::Config::default() allows 10 missed heartbeats (its docs say 2).
+                .missed_heartbeats(settings.missed_heartbeats)
+                // Without persisted results no Complete event is sent and tasks never leave
+                // `inflight` (pitfall 6); it is the default, set here so it stays so.
+                .persist_results(true)
+        };
+        let config = lane_config(fetch_queue_name(namespace));
+        let browse_config = lane_config(browse_queue_name(namespace));
         let storage = RedisStorage::<Envelope>::new(connection.clone()).with_config(config.clone());
+        let browse =
+            RedisStorage::<Envelope>::new(connection.clone()).with_config(browse_config.clone());
         let queue = RedisQueue {
             storage,
+            browse,
             connection,
             config,
+            browse_config,
         };
         queue.promote_due().await?;
         Ok(queue)
     }
 
-    /// Pushes envelopes, 1,000 per script call.
-    pub(super) async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
-        let mut storage = self.storage.clone();
+    /// Pushes envelopes into a lane's queue, 1,000 per script call.
+    pub(super) async fn push(&self, lane: Lane, envelopes: Vec<Envelope>) -> Result<(), Error> {
+        let mut storage = match lane {
+            Lane::Fetch => self.storage.clone(),
+            Lane::Browse => self.browse.clone(),
+        };
         let mut envelopes = envelopes.into_iter().peekable();
         while envelopes.peek().is_some() {
             let chunk: Vec<Envelope> = envelopes.by_ref().take(CHUNK).collect();
@@ -96,16 +109,21 @@ impl RedisQueue {
         Ok(())
     }
 
-    /// Moves due tasks from the scheduled set to the active list, 1,000 per call.
+    /// Moves due tasks from the scheduled set to the active list, 1,000 per call, in both
+    /// lanes.
     pub(super) async fn promote_due(&self) -> Result<u64, Error> {
+        Ok(self.promote_lane(&self.config).await? + self.promote_lane(&self.browse_config).await?)
+    }
+
+    async fn promote_lane(&self, config: &apalis_redis::Config) -> Result<u64, Error> {
         let script = Script::new(PROMOTE_DUE);
         let mut connection = self.connection.clone();
         let mut promoted = 0_u64;
         loop {
             let moved: u64 = script
-                .key(self.config.scheduled_jobs_set())
-                .key(self.config.active_jobs_list())
-                .key(self.config.signal_list())
+                .key(config.scheduled_jobs_set())
+                .key(config.active_jobs_list())
+                .key(config.signal_list())
                 .arg(unix_seconds())
                 .arg(CHUNK)
                 .invoke_async(&mut connection)
@@ -117,17 +135,22 @@ impl RedisQueue {
         }
     }
 
-    /// Deletes what apalis keeps of tasks that ended (done or dead), 1,000 per call.
+    /// Deletes what apalis keeps of tasks that ended (done or dead), 1,000 per call, in both
+    /// lanes.
     pub(super) async fn prune_finished(&self) -> Result<u64, Error> {
+        Ok(self.prune_lane(&self.config).await? + self.prune_lane(&self.browse_config).await?)
+    }
+
+    async fn prune_lane(&self, config: &apalis_redis::Config) -> Result<u64, Error> {
         let script = Script::new(PRUNE_ENDED);
         let mut connection = self.connection.clone();
         let mut pruned = 0_u64;
         loop {
             let deleted: u64 = script
-                .key(self.config.done_jobs_set())
-                .key(self.config.dead_jobs_set())
-                .key(self.config.job_data_hash())
-                .key(self.config.job_meta_hash())
+                .key(config.done_jobs_set())
+                .key(config.dead_jobs_set())
+                .key(config.job_data_hash())
+                .key(config.job_meta_hash())
                 .arg(CHUNK)
                 .invoke_async(&mut connection)
                 .await?;

@@ -11,12 +11,13 @@ use apalis::prelude::TaskSink;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
 use sqlx::sqlite::SqlitePoolOptions;
 
-use super::{Envelope, Error, Settings, fetch_queue_name};
+use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name};
 
 /// The queue in a SQLite file.
 #[derive(Debug, Clone)]
 pub(super) struct SqliteQueue {
     pub(super) storage: SqliteStorage<Envelope>,
+    pub(super) browse: SqliteStorage<Envelope>,
     pool: SqlitePool,
 }
 
@@ -37,18 +38,30 @@ impl SqliteQueue {
         SqliteStorage::<()>::setup(&pool)
             .await
             .map_err(|error| Error::Backend(error.to_string()))?;
-        let config = apalis_sqlite::Config::default()
-            .queue(fetch_queue_name(namespace))
-            .batch_size(settings.batch_size)
-            .heartbeat_interval(settings.heartbeat)
-            .missed_heartbeats(settings.missed_heartbeats);
-        let storage = SqliteStorage::<Envelope>::new(&pool).with_config(config);
-        Ok(SqliteQueue { storage, pool })
+        let config = |name: String| {
+            apalis_sqlite::Config::default()
+                .queue(name)
+                .batch_size(settings.batch_size)
+                .heartbeat_interval(settings.heartbeat)
+                .missed_heartbeats(settings.missed_heartbeats)
+        };
+        let storage =
+            SqliteStorage::<Envelope>::new(&pool).with_config(config(fetch_queue_name(namespace)));
+        let browse =
+            SqliteStorage::<Envelope>::new(&pool).with_config(config(browse_queue_name(namespace)));
+        Ok(SqliteQueue {
+            storage,
+            browse,
+            pool,
+        })
     }
 
-    /// Pushes envelopes in one transaction.
-    pub(super) async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
-        let mut storage = self.storage.clone();
+    /// Pushes envelopes into a lane's queue in one transaction.
+    pub(super) async fn push(&self, lane: Lane, envelopes: Vec<Envelope>) -> Result<(), Error> {
+        let mut storage = match lane {
+            Lane::Fetch => self.storage.clone(),
+            Lane::Browse => self.browse.clone(),
+        };
         storage
             .push_bulk(envelopes)
             .await

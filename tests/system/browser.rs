@@ -952,3 +952,158 @@ fn the_session_api_belongs_to_the_token_that_opened_it() {
         assert_eq!(status, 404);
     });
 }
+
+#[test]
+fn trawl_run_renders_through_the_browse_lane_and_auto_escalates_only_shells() {
+    let fixture = &shared().fixture;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let run = |render: &str, out: &std::path::Path| {
+        crate::trawl_command(&dir.path().join("data"))
+            .args([
+                "run",
+                "--quiet",
+                "--allow-private-network",
+                "--render",
+                render,
+            ])
+            .arg("--cache-ttl")
+            .arg("0")
+            .arg("--out")
+            .arg(out)
+            .arg(fixture.url("/browser/js-built"))
+            .arg(fixture.url("/article/7"))
+            .output()
+            .expect("trawl runs")
+    };
+    let read = |out: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(out.join("pages.jsonl"))
+            .expect("pages.jsonl")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("json line"))
+            .collect()
+    };
+    let extractor_of = |lines: &[serde_json::Value], path: &str| {
+        lines
+            .iter()
+            .find(|line| line["url"].as_str().is_some_and(|url| url.ends_with(path)))
+            .map(|line| line["extractor"].as_str().unwrap_or("(failed)").to_owned())
+            .expect("a line")
+    };
+
+    let always = run("always", &out);
+    assert!(
+        always.status.success(),
+        "{}",
+        String::from_utf8_lossy(&always.stderr)
+    );
+    let lines = read(&out);
+    assert_eq!(extractor_of(&lines, "/browser/js-built"), "browser");
+    assert_eq!(extractor_of(&lines, "/article/7"), "browser");
+    assert!(
+        lines[0]["content"]["text"].as_str().is_some()
+            || lines[1]["content"]["text"].as_str().is_some()
+    );
+
+    let auto_out = dir.path().join("auto");
+    let auto = run("auto", &auto_out);
+    assert!(
+        auto.status.success(),
+        "{}",
+        String::from_utf8_lossy(&auto.stderr)
+    );
+    let lines = read(&auto_out);
+    assert_eq!(extractor_of(&lines, "/browser/js-built"), "browser");
+    assert_eq!(extractor_of(&lines, "/article/7"), "readability");
+
+    // Plain HTTP only: the app shell is an empty page.
+    let never_out = dir.path().join("never");
+    let never = run("never", &never_out);
+    assert!(never.status.success());
+    let lines = read(&never_out);
+    assert_eq!(extractor_of(&lines, "/browser/js-built"), "(failed)");
+    let shell = lines
+        .iter()
+        .find(|line| {
+            line["url"]
+                .as_str()
+                .is_some_and(|url| url.ends_with("/browser/js-built"))
+        })
+        .expect("a line");
+    assert_eq!(shell["error"]["code"], "empty_content", "{shell}");
+}
+
+#[test]
+fn a_worker_without_a_browser_leaves_render_jobs_queued_for_one_that_has_it() {
+    run(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = session_store(dir.path()).await;
+        let queue = trawl::queue::Queue::open(
+            &dir.path().join("queue.sqlite"),
+            "lanes",
+            trawl::runner::Config::default().queue_settings(),
+        )
+        .await
+        .expect("queue");
+        let plain = trawl::runner::Context::new(
+            store.clone(),
+            fetch_deps(),
+            trawl::runner::Config::default(),
+        );
+        let id = ulid::Ulid::generate().to_string();
+        let job = Job::Fetch(FetchJob {
+            render: Render::Flag(true),
+            ..FetchJob::new(site("/browser/js-built"))
+        });
+        store
+            .create_jobs(&[trawl::store::NewJob::new(&id, &job, 3)])
+            .await
+            .expect("recorded");
+        queue
+            .push(vec![trawl::queue::Envelope::new(id.clone(), job)])
+            .await
+            .expect("queued");
+        let status = || async {
+            store
+                .job(&id)
+                .await
+                .expect("store answers")
+                .expect("job exists")
+                .status
+        };
+        let pool = |context: trawl::runner::Context, stop: tokio::sync::oneshot::Receiver<()>| {
+            let queue = queue.clone();
+            async move {
+                trawl::runner::run_pool(Arc::new(context), &queue, async move {
+                    let _ = stop.await;
+                })
+                .await
+                .expect("pool runs");
+            }
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let plain_pool = tokio::spawn(pool(plain, stopped));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(status().await, trawl::store::Status::Queued);
+        let _ = stop.send(());
+        plain_pool.await.expect("pool ends");
+
+        let mut with_browser = trawl::runner::Context::new(
+            store.clone(),
+            fetch_deps(),
+            trawl::runner::Config::default(),
+        );
+        with_browser.browser = Some(shared().pool.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let waiting = tokio::spawn(pool(with_browser, stopped));
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while status().await != trawl::store::Status::Succeeded
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = stop.send(());
+        assert_eq!(status().await, trawl::store::Status::Succeeded);
+        waiting.await.expect("pool ends");
+    });
+}

@@ -316,6 +316,10 @@ pub struct CrawlSpec {
     /// Archive every page (search index and WARC).
     #[serde(default)]
     pub archive: bool,
+    /// Render pages in headless Chromium: `true`, `false` (default) or `"auto"` (when a plain
+    /// page looks built by JavaScript).
+    #[serde(default, skip_serializing_if = "Render::is_off")]
+    pub render: Render,
 }
 
 fn default_max_depth() -> u32 {
@@ -344,6 +348,7 @@ impl CrawlSpec {
             robots: true,
             extract: Format::default(),
             archive: false,
+            render: Render::default(),
         }
     }
 

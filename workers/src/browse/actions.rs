@@ -834,7 +834,13 @@ async fn perform(
             Ok(Some(format!("tab {tab} of {}", lease.tab_count())))
         }
         Action::TabSwitch { tab } => {
+            // A popup opened by the last action may still be starting: give it a moment.
+            let deadline = Instant::now() + Duration::from_secs(3);
             lease.adopt_popups().await?;
+            while *tab >= lease.tab_count() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                lease.adopt_popups().await?;
+            }
             lease
                 .switch_tab(*tab)
                 .map_err(|message| Failure::action("action_failed", message))?;
