@@ -79,15 +79,16 @@ impl ApiError {
     }
 
     /// The response for a job error: bad input is 400, a refused destination 403, a
-    /// cancelled job 409, a fault of trawl 500, and any failure of the site or its content
-    /// (timeouts included: the site was slow, not trawl) 422 with the code saying which.
+    /// cancelled job 409, a busy browser 429 (try again later), a fault of trawl 500, and any
+    /// failure of the site or its content (timeouts included: the site was slow, not trawl)
+    /// 422 with the code saying which.
     pub fn from_job_error(error: JobError, job_id: Option<String>) -> ApiError {
         let status = match error.code {
             ErrorCode::InvalidUrl | ErrorCode::UnsupportedScheme => StatusCode::BAD_REQUEST,
             ErrorCode::BlockedDestination => StatusCode::FORBIDDEN,
             ErrorCode::Cancelled => StatusCode::CONFLICT,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::BrowserBusy => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::BrowserBusy => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
         ApiError {

@@ -68,6 +68,7 @@ pub struct Pending {
         (status = 403, description = "destination refused by the SSRF guard", body = ErrorBody),
         (status = 409, description = "the job was cancelled", body = ErrorBody),
         (status = 422, description = "the fetch failed (the code says how)", body = ErrorBody),
+        (status = 429, description = "render: every browser context is taken; try again later", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn fetch(

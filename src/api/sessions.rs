@@ -67,8 +67,9 @@ fn unavailable() -> ApiError {
 fn api_error(error: sessions::Error) -> ApiError {
     match error {
         sessions::Error::NotFound(what) => ApiError::not_found(format!("no session {what}")),
+        // The client may try again later: a limit, not a fault of the server.
         sessions::Error::Busy(message) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "browser_busy", message)
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "browser_busy", message)
         }
         sessions::Error::Invalid(message) => ApiError::invalid(message),
         sessions::Error::Browser(message) => {
@@ -83,7 +84,8 @@ fn api_error(error: sessions::Error) -> ApiError {
     responses(
         (status = 201, description = "opened", body = SessionInfo),
         (status = 422, description = "malformed request", body = ErrorBody),
-        (status = 503, description = "too many sessions, or every browser context is taken", body = ErrorBody),
+        (status = 429, description = "too many sessions, or every browser context is taken: try again later", body = ErrorBody),
+        (status = 503, description = "this server runs no browser", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn open(
