@@ -34,8 +34,15 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Runs a test body on the runtime that holds the shared browser.
+/// Runs a test body on the runtime that holds the shared browser, one test at a time: the
+/// rest of the suite keeps both cores busy, and a browser shared by several tests at once on
+/// them made navigations miss their 30 s command timeout (render concurrency itself is
+/// measured by `cargo bench --bench browse`).
 fn run<F: Future>(body: F) -> F::Output {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     shared();
     runtime().block_on(body)
 }

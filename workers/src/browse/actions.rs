@@ -507,11 +507,8 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
     let url = with_timeout(timeout, page.url())
         .await?
         .unwrap_or_else(|| "about:blank".to_owned());
-    let title = with_timeout(timeout, page.get_title())
+    let title = title(page, timeout)
         .await
-        .ok()
-        .flatten()
-        .filter(|title| !title.is_empty())
         .map(|title| truncate_chars(&title, 256).to_owned());
     Ok(ActionOutcome {
         action: action.name().to_owned(),
@@ -582,7 +579,7 @@ async fn perform(
             } else {
                 "history.forward()"
             };
-            with_timeout(timeout, page.evaluate_expression(script)).await?;
+            eval_raw(page, script.to_owned(), timeout).await?;
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline
                 && with_timeout(timeout, lease.page().url()).await? == before
@@ -750,7 +747,7 @@ async fn perform(
             Ok(Some(a11y_text(&tree.nodes)))
         }
         Action::Read => {
-            let html = with_timeout(timeout, lease.page().content()).await?;
+            let html = html(lease.page(), timeout).await?;
             let url = with_timeout(timeout, lease.page().url())
                 .await?
                 .unwrap_or_default();
@@ -960,7 +957,18 @@ async fn call_page(lease: &Lease, call: &str) -> Result<Value, Failure> {
 
 /// Evaluates a page helper call on `page`.
 pub(crate) async fn evaluate(page: &Page, call: &str, timeout: Duration) -> Result<Value, Failure> {
-    let expression = format!("{PAGE_JS}\n;window.__trawl.{call}");
+    eval_raw(page, format!("{PAGE_JS}\n;window.__trawl.{call}"), timeout).await
+}
+
+/// Evaluates `expression` in the page's main frame with a plain `Runtime.evaluate` (no
+/// context id: Chromium picks the main world of the current document). chromiumoxide's own
+/// `evaluate` first waits for the execution context it tracks, and under load that wait was
+/// seen to hang for the whole command timeout after a navigation.
+pub(crate) async fn eval_raw(
+    page: &Page,
+    expression: String,
+    timeout: Duration,
+) -> Result<Value, Failure> {
     let params = EvaluateParams::builder()
         .expression(expression)
         .return_by_value(true)
@@ -971,35 +979,50 @@ pub(crate) async fn evaluate(page: &Page, call: &str, timeout: Duration) -> Resu
     // in the old one fails once, and the next finds the new one.
     let mut retried = false;
     loop {
-        match tokio::time::timeout(timeout, page.evaluate_expression(params.clone())).await {
-            Ok(Ok(result)) => return Ok(result.value().cloned().unwrap_or(Value::Null)),
-            Ok(Err(CdpError::JavascriptException(exception))) => {
-                if !retried {
-                    retried = true;
-                    tokio::time::sleep(Duration::from_millis(150)).await;
-                    continue;
-                }
-                return Err(Failure::action(
+        let failure = match tokio::time::timeout(timeout, page.execute(params.clone())).await {
+            Ok(Ok(response)) => match response.result.exception_details {
+                None => return Ok(response.result.result.value.unwrap_or(Value::Null)),
+                Some(exception) => Failure::action(
                     "action_failed",
                     format!("the page's script failed: {}", exception.text),
-                ));
-            }
-            Ok(Err(error)) => {
-                if !retried {
-                    retried = true;
-                    tokio::time::sleep(Duration::from_millis(150)).await;
-                    continue;
-                }
-                return Err(Failure::Browser(Error::Crashed(error.to_string())));
-            }
+                ),
+            },
+            Ok(Err(error)) => Failure::Browser(Error::Crashed(error.to_string())),
             Err(_) => {
                 return Err(Failure::action(
                     ErrorCode::Timeout.as_str(),
                     format!("the page did not answer within {} s", timeout.as_secs()),
                 ));
             }
+        };
+        if retried {
+            return Err(failure);
         }
+        retried = true;
+        tokio::time::sleep(Duration::from_millis(150)).await;
     }
+}
+
+/// The page's title, when it has one.
+pub(crate) async fn title(page: &Page, timeout: Duration) -> Option<String> {
+    eval_raw(page, "document.title".to_owned(), timeout)
+        .await
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .filter(|title| !title.is_empty())
+}
+
+/// The page's current HTML.
+pub(crate) async fn html(page: &Page, timeout: Duration) -> Result<String, Failure> {
+    let value = eval_raw(
+        page,
+        "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '') + \
+         (document.documentElement ? document.documentElement.outerHTML : '')"
+            .to_owned(),
+        timeout,
+    )
+    .await?;
+    Ok(value.as_str().unwrap_or_default().to_owned())
 }
 
 fn page_error(answer: &Value) -> Result<(), Failure> {

@@ -187,6 +187,7 @@ struct Running {
     dir: PathBuf,
     pid: Option<u32>,
     contexts: AtomicU64,
+    late_pings: std::sync::atomic::AtomicU32,
 }
 
 impl Running {
@@ -446,10 +447,20 @@ impl Pool {
     async fn running(&self) -> Result<Arc<Running>, Error> {
         let mut current = self.inner.current.lock().await;
         if let Some(running) = current.as_ref() {
+            // A ping that times out is not proof of death: chromiumoxide answers browser-level
+            // commands late while it attaches new targets (seen under load). A closed
+            // connection or an error is; so are three late pings in a row (a hung browser).
+            let ping =
+                tokio::time::timeout(Duration::from_secs(5), running.browser().version()).await;
             let answered = running.is_alive()
-                && tokio::time::timeout(Duration::from_secs(5), running.browser().version())
-                    .await
-                    .is_ok_and(|version| version.is_ok());
+                && match ping {
+                    Ok(Ok(_)) => {
+                        running.late_pings.store(0, Ordering::Relaxed);
+                        true
+                    }
+                    Ok(Err(_)) => false,
+                    Err(_) => running.late_pings.fetch_add(1, Ordering::Relaxed) < 2,
+                };
             if answered {
                 return Ok(running.clone());
             }
@@ -553,6 +564,7 @@ impl Pool {
             dir,
             pid,
             contexts: AtomicU64::new(0),
+            late_pings: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -795,7 +807,8 @@ pub struct Tab {
 
 #[derive(Debug)]
 struct Traffic {
-    in_flight: std::collections::HashSet<String>,
+    /// Request id → URL.
+    in_flight: HashMap<String, String>,
     last_change: Instant,
     document: Option<DocumentResponse>,
 }
@@ -815,7 +828,7 @@ pub struct DocumentResponse {
 }
 
 enum TabEvent {
-    Started(String),
+    Started(String, String),
     Ended(String),
     Document(DocumentResponse),
 }
@@ -829,7 +842,7 @@ impl Tab {
             EventResponseReceived, ResourceType,
         };
         let idle = Arc::new(std::sync::Mutex::new(Traffic {
-            in_flight: std::collections::HashSet::new(),
+            in_flight: HashMap::new(),
             last_change: Instant::now(),
             document: None,
         }));
@@ -852,11 +865,18 @@ impl Tab {
             .await
             .map_err(listen_error)?;
         let main_frame = page.target_id().inner().clone();
-        // Only network requests count: blob: and data: URLs never report an end here.
+        // Only the page's network requests count: blob: and data: URLs never report an end
+        // here, nor does the favicon the browser fetches for itself.
         let started = started.filter_map(|event| {
             let url = &event.request.url;
-            let network = url.starts_with("http:") || url.starts_with("https:");
-            std::future::ready(network.then(|| TabEvent::Started(event.request_id.inner().clone())))
+            let network = (url.starts_with("http:") || url.starts_with("https:"))
+                && !url
+                    .split(['?', '#'])
+                    .next()
+                    .is_some_and(|path| path.ends_with("/favicon.ico"));
+            std::future::ready(
+                network.then(|| TabEvent::Started(event.request_id.inner().clone(), url.clone())),
+            )
         });
         let finished = finished.map(|event| TabEvent::Ended(event.request_id.inner().clone()));
         let failed = failed.map(|event| TabEvent::Ended(event.request_id.inner().clone()));
@@ -901,8 +921,8 @@ impl Tab {
                     break;
                 };
                 match event {
-                    TabEvent::Started(id) => {
-                        traffic.in_flight.insert(id);
+                    TabEvent::Started(id, url) => {
+                        traffic.in_flight.insert(id, url);
                     }
                     TabEvent::Ended(id) => {
                         traffic.in_flight.remove(&id);

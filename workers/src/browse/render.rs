@@ -47,7 +47,11 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         .await;
     let page = lease.page();
     let snapshot = async {
-        let html = with_timeout(timeout, page.content()).await?;
+        let html = match super::actions::html(page, timeout).await {
+            Ok(html) => html,
+            Err(Failure::Browser(error)) => return Err(error),
+            Err(Failure::Action { message, .. }) => return Err(super::Error::Crashed(message)),
+        };
         let url = with_timeout(timeout, page.url()).await?.unwrap_or_default();
         Ok::<_, super::Error>((html, url))
     }

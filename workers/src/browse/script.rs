@@ -60,11 +60,7 @@ pub async fn run_script(pool: &Pool, job: &BrowseJob) -> Result<BrowseResult, Jo
         .ok()
         .flatten()
         .unwrap_or_else(|| job.url.clone());
-    let title = super::pool::with_timeout(timeout, lease.page().get_title())
-        .await
-        .ok()
-        .flatten()
-        .filter(|title| !title.is_empty());
+    let title = actions::title(lease.page(), timeout).await;
     lease.close().await;
     Ok(BrowseResult {
         url: job.url.clone(),
