@@ -217,14 +217,12 @@ async fn run_lane(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     let poll = Duration::from_millis(context.config.poll_interval_ms);
-    // One lane keeps the queue tidy for both.
-    let upkeep = lane == Lane::Fetch;
     match queue.lane_storage(lane) {
         Storage::Sqlite(storage) => {
             supervise(
                 context,
                 queue,
-                upkeep,
+                lane,
                 shutdown,
                 move |name, context, stop| {
                     WorkerBuilder::new(name)
@@ -241,7 +239,7 @@ async fn run_lane(
             supervise(
                 context,
                 queue,
-                upkeep,
+                lane,
                 shutdown,
                 move |name, context, stop| {
                     WorkerBuilder::new(name)
@@ -265,7 +263,7 @@ async fn run_lane(
 async fn supervise<Start, Run>(
     context: Arc<Context>,
     queue: &Queue,
-    upkeep: bool,
+    lane: Lane,
     shutdown: impl Future<Output = ()> + Send + 'static,
     start: Start,
 ) -> Result<(), String>
@@ -279,8 +277,9 @@ where
         let _ = stop_tx.send(true);
     });
     let upkeep_queue = queue.clone();
+    // One lane keeps the queue tidy for both.
     let upkeep = tokio::spawn(async move {
-        if !upkeep {
+        if lane != Lane::Fetch {
             return;
         }
         loop {
@@ -311,14 +310,17 @@ where
         });
         let result = start(name.clone(), context.clone(), stop_signal).await;
         if *stop_rx.borrow() {
-            break result.map_err(|error| format!("fetch pool stopped: {error}"));
+            break result.map_err(|error| format!("{} pool stopped: {error}", lane.as_str()));
         }
         match result {
-            Ok(()) => tracing::warn!(worker = %name, "fetch worker stopped; starting another"),
+            Ok(()) => {
+                tracing::warn!(worker = %name, lane = lane.as_str(), "worker stopped; starting another")
+            }
             Err(error) => tracing::warn!(
                 worker = %name,
+                lane = lane.as_str(),
                 error = %error,
-                "fetch worker stopped on an error; starting another"
+                "worker stopped on an error; starting another"
             ),
         }
         let mut stop = stop_rx.clone();

@@ -122,6 +122,16 @@ pub enum Lane {
     Browse,
 }
 
+impl Lane {
+    /// `fetch` or `browse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lane::Fetch => "fetch",
+            Lane::Browse => "browse",
+        }
+    }
+}
+
 /// How the pools take work from the queue.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {

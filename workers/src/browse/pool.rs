@@ -202,31 +202,36 @@ impl Running {
     }
 }
 
+impl Running {
+    /// Takes the browser and its directory out, for [`close_browser`].
+    fn take(&mut self) -> (Option<Browser>, PathBuf) {
+        self.handler.abort();
+        (self.browser.take(), std::mem::take(&mut self.dir))
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
-        let browser = self.browser.take();
-        let dir = std::mem::take(&mut self.dir);
-        self.handler.abort();
-        let cleanup = async move {
-            if let Some(mut browser) = browser {
-                let closed = tokio::time::timeout(Duration::from_secs(5), browser.close()).await;
-                if !matches!(closed, Ok(Ok(_))) {
-                    let _ = browser.kill().await;
-                }
-                let _ = tokio::time::timeout(Duration::from_secs(10), browser.wait()).await;
-            }
-            if !dir.as_os_str().is_empty() {
-                let _ = tokio::fs::remove_dir_all(&dir).await;
-            }
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(cleanup);
-            }
-            Err(_) => {
-                // No runtime left: the child is killed on drop; the profile is swept later.
-            }
+        let (browser, dir) = self.take();
+        // No runtime left: the child is killed on drop and the profile is swept later.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(close_browser(browser, dir));
         }
+    }
+}
+
+/// Closes a browser (killing it when it does not close within 5 s), reaps it, and removes
+/// its directory.
+async fn close_browser(browser: Option<Browser>, dir: PathBuf) {
+    if let Some(mut browser) = browser {
+        let closed = tokio::time::timeout(Duration::from_secs(5), browser.close()).await;
+        if !matches!(closed, Ok(Ok(_))) {
+            let _ = browser.kill().await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(10), browser.wait()).await;
+    }
+    if !dir.as_os_str().is_empty() {
+        let _ = tokio::fs::remove_dir_all(&dir).await;
     }
 }
 
@@ -289,16 +294,8 @@ impl Pool {
         if let Some(running) = running
             && let Ok(mut running) = Arc::try_unwrap(running)
         {
-            running.handler.abort();
-            if let Some(mut browser) = running.browser.take() {
-                let closed = tokio::time::timeout(Duration::from_secs(5), browser.close()).await;
-                if !matches!(closed, Ok(Ok(_))) {
-                    let _ = browser.kill().await;
-                }
-                let _ = tokio::time::timeout(Duration::from_secs(10), browser.wait()).await;
-            }
-            let dir = std::mem::take(&mut running.dir);
-            let _ = tokio::fs::remove_dir_all(&dir).await;
+            let (browser, dir) = running.take();
+            close_browser(browser, dir).await;
         }
     }
 

@@ -15,7 +15,7 @@ use super::actions::{Failure, evaluate, navigate};
 use super::pool::{Credentials, with_timeout};
 use super::{Pool, Profile};
 use crate::fetch::{self, Fetched, PageInfo};
-use crate::job::{ErrorCode, Extractor, FetchJob, JobError, Meta};
+use crate::job::{ErrorCode, Extractor, FetchJob, JobError};
 
 /// Renders `job.url` in the browser and extracts it.
 pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<Fetched, JobError> {
@@ -95,7 +95,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         extractor: Extractor::Browser,
         warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
         links: extracted.links,
-        meta: Meta { ..extracted.meta },
+        meta: extracted.meta,
         outline: extracted.outline,
         format: job.extract,
         fetched_at: jiff::Timestamp::now().to_string(),
