@@ -32,7 +32,7 @@ done
 step() { printf '\n==> %s\n' "$*"; }
 
 step "compose.yaml (docker-compose config: no engine needed)"
-TRAWL_API_TOKEN=only-to-validate-the-file docker-compose -f compose.yaml config -q
+TRAWL_API_TOKEN=only-to-validate-the-file TRAWL_WORKER_TOKEN=only-to-validate-the-file docker-compose -f compose.yaml config -q
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod runner;
+pub mod session_hosts;
 pub mod sessions;
 pub mod store;
 pub mod telemetry;

@@ -7,8 +7,8 @@
 //! session ended; credentials it was opened with are never written or shown.
 //!
 //! Not here: the actions themselves (`trawl_workers::browse::actions`), the HTTP surface
-//! (`api::sessions`), routing to another process's browser (sessions live in the process that
-//! opened them).
+//! (`api::sessions`), routing an API process's requests to the worker that holds a session
+//! (`session_hosts`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use trawl_workers::browse::{self, Action, ActionOutcome, Credentials, Lease, Pool, Profile};
 use utoipa::ToSchema;
 
+use crate::config::Secret;
 use crate::store::{self, NewSessionStep, SessionRecord, Store};
 
 /// Session limits. Every field is a `trawl.toml` key under `[sessions]`.
@@ -34,6 +35,17 @@ pub struct Config {
     pub previews: usize,
     /// Actions in one request at most.
     pub max_batch: usize,
+    /// Where `trawl work` (with a browse pool) serves its sessions to API processes
+    /// elsewhere, e.g. `0.0.0.0:8788`. None: this worker hosts no sessions.
+    pub listen: Option<String>,
+    /// The URL API processes reach this worker's sessions at (default `http://<listen>`;
+    /// needed when `listen` is an unspecified address such as 0.0.0.0). `{hostname}` stands
+    /// for this machine's host name, e.g. `http://{hostname}:8788`.
+    pub advertise: Option<String>,
+    /// The secret API processes and session hosts share (at least 16 characters). A worker
+    /// needs it to serve `listen`; an API process without a browser needs it to route
+    /// sessions to the workers.
+    pub worker_token: Option<Secret>,
 }
 
 impl Default for Config {
@@ -43,6 +55,9 @@ impl Default for Config {
             idle_timeout_secs: 3_600,
             previews: 8,
             max_batch: 50,
+            listen: None,
+            advertise: None,
+            worker_token: None,
         }
     }
 }
@@ -65,7 +80,60 @@ impl Config {
         if self.max_batch == 0 {
             return Err("sessions.max_batch must be at least 1".to_owned());
         }
+        if let Some(token) = &self.worker_token
+            && token.expose().len() < 16
+        {
+            return Err("sessions.worker_token must be at least 16 characters".to_owned());
+        }
+        if let Some(listen) = &self.listen {
+            let address: std::net::SocketAddr = listen.parse().map_err(|_| {
+                format!("sessions.listen = {listen:?} is not an address like 0.0.0.0:8788")
+            })?;
+            if self.worker_token.is_none() {
+                return Err(
+                    "sessions.listen needs sessions.worker_token (TRAWL_SESSIONS__WORKER_TOKEN), \
+                     the secret the API processes present"
+                        .to_owned(),
+                );
+            }
+            if self.advertise.is_none() && address.ip().is_unspecified() {
+                return Err(format!(
+                    "sessions.listen = {listen} is not an address the API can reach: set \
+                     sessions.advertise (e.g. http://worker-1:8788)"
+                ));
+            }
+        }
+        if let Some(advertise) = &self.advertise {
+            let url = url::Url::parse(&advertise.replace("{hostname}", "host"))
+                .map_err(|error| format!("sessions.advertise = {advertise:?}: {error}"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(format!(
+                    "sessions.advertise = {advertise:?} must be an http(s) URL with a host"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The URL API processes reach this worker's sessions at, when it hosts sessions
+    /// (`{hostname}` in `advertise` stands for this machine's host name: one setting for many
+    /// replicas).
+    pub fn host_url(&self) -> Option<String> {
+        match (&self.advertise, &self.listen) {
+            (Some(advertise), _) => {
+                let advertise = advertise.trim_end_matches('/');
+                Some(if advertise.contains("{hostname}") {
+                    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                        .map(|name| name.trim().to_owned())
+                        .unwrap_or_else(|_| "localhost".to_owned());
+                    advertise.replace("{hostname}", &hostname)
+                } else {
+                    advertise.to_owned()
+                })
+            }
+            (None, Some(listen)) => Some(format!("http://{listen}")),
+            (None, None) => None,
+        }
     }
 }
 
@@ -163,6 +231,7 @@ pub struct Sessions {
     pool: Pool,
     store: Store,
     config: Config,
+    host: Option<String>,
     live: std::sync::Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -183,6 +252,19 @@ impl Sessions {
             pool,
             store,
             config,
+            host: None,
+            live: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sessions a worker hosts for API processes elsewhere: each is recorded as living at
+    /// `host_url`, so any API process on the same store routes its actions here.
+    pub fn hosted(pool: Pool, store: Store, config: Config, host_url: String) -> Arc<Sessions> {
+        Arc::new(Sessions {
+            pool,
+            store,
+            config,
+            host: Some(host_url),
             live: std::sync::Mutex::new(HashMap::new()),
         })
     }
@@ -238,7 +320,7 @@ impl Sessions {
         let id = ulid::Ulid::generate().to_string();
         if let Err(error) = self
             .store
-            .create_session(&id, owner, profile.as_str())
+            .create_session(&id, owner, profile.as_str(), self.host.as_deref())
             .await
         {
             lease.close().await;
@@ -391,39 +473,6 @@ impl Sessions {
             })
     }
 
-    /// A session's replay log, open or closed, for its owner.
-    pub async fn replay(&self, owner: &str, id: &str) -> Result<Replay, Error> {
-        let session = self
-            .store
-            .session(id)
-            .await?
-            .filter(|session| session.owner == owner)
-            .ok_or_else(|| Error::NotFound(id.to_owned()))?;
-        let mut steps = Vec::new();
-        for record in self.store.session_steps(id).await? {
-            let image = match (&record.image_sha256, &record.image_type) {
-                (Some(sha), Some(media_type)) => {
-                    self.store
-                        .blob(sha)
-                        .await?
-                        .map(|bytes| browse::actions::Image {
-                            media_type: media_type.clone(),
-                            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
-                        })
-                }
-                _ => None,
-            };
-            steps.push(ReplayStep {
-                seq: record.seq,
-                action: record.action,
-                outcome: record.outcome,
-                image,
-                created_at: record.created_at,
-            });
-        }
-        Ok(Replay { session, steps })
-    }
-
     /// Closes a session of `owner`.
     pub async fn close(&self, owner: &str, id: &str) -> Result<(), Error> {
         let session = self.get(owner, id)?;
@@ -494,6 +543,36 @@ impl Sessions {
     }
 }
 
+/// A session's replay log, open or closed, for its owner. It is read from the store, so any
+/// process on that store can serve it, whether or not it holds the session's browser.
+pub async fn replay(store: &Store, owner: &str, id: &str) -> Result<Replay, Error> {
+    let session = store
+        .session(id)
+        .await?
+        .filter(|session| session.owner == owner)
+        .ok_or_else(|| Error::NotFound(id.to_owned()))?;
+    let mut steps = Vec::new();
+    for record in store.session_steps(id).await? {
+        let image = match (&record.image_sha256, &record.image_type) {
+            (Some(sha), Some(media_type)) => {
+                store.blob(sha).await?.map(|bytes| browse::actions::Image {
+                    media_type: media_type.clone(),
+                    base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+                })
+            }
+            _ => None,
+        };
+        steps.push(ReplayStep {
+            seq: record.seq,
+            action: record.action,
+            outcome: record.outcome,
+            image,
+            created_at: record.created_at,
+        });
+    }
+    Ok(Replay { session, steps })
+}
+
 fn touch(session: &Session) {
     if let Ok(mut last) = session.last_used.lock() {
         *last = Instant::now();
@@ -516,5 +595,65 @@ pub fn owner_of(token: Option<&str>) -> String {
     match token {
         Some(token) => hex::encode(&sha2::Sha256::digest(token.as_bytes())[..16]),
         None => "anonymous".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosting(listen: &str, advertise: Option<&str>, token: Option<&str>) -> Config {
+        Config {
+            listen: Some(listen.to_owned()),
+            advertise: advertise.map(str::to_owned),
+            worker_token: token.map(Secret::new),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn a_session_host_needs_a_token_and_an_address_the_api_can_reach() {
+        let token = Some("worker-token-0123456789");
+        assert_eq!(Config::default().validate(), Ok(()));
+        assert_eq!(Config::default().host_url(), None);
+
+        let local = hosting("127.0.0.1:8788", None, token);
+        assert_eq!(local.validate(), Ok(()));
+        assert_eq!(local.host_url().as_deref(), Some("http://127.0.0.1:8788"));
+
+        let error = hosting("127.0.0.1:8788", None, None)
+            .validate()
+            .unwrap_err();
+        assert!(error.contains("worker_token"), "{error}");
+        let error = hosting("127.0.0.1:8788", None, Some("short"))
+            .validate()
+            .unwrap_err();
+        assert!(error.contains("16"), "{error}");
+        let error = hosting("0.0.0.0:8788", None, token).validate().unwrap_err();
+        assert!(error.contains("sessions.advertise"), "{error}");
+        let error = hosting("localhost", None, token).validate().unwrap_err();
+        assert!(error.contains("not an address"), "{error}");
+        let error = hosting("0.0.0.0:8788", Some("ftp://x"), token)
+            .validate()
+            .unwrap_err();
+        assert!(error.contains("http(s)"), "{error}");
+
+        let replicas = hosting("0.0.0.0:8788", Some("http://{hostname}:8788/"), token);
+        assert_eq!(replicas.validate(), Ok(()));
+        let url = replicas.host_url().expect("a url");
+        assert!(
+            url.starts_with("http://") && url.ends_with(":8788"),
+            "{url}"
+        );
+        assert!(!url.contains('{'), "{url}");
+    }
+
+    #[test]
+    fn owners_are_fingerprints_not_tokens() {
+        let owner = owner_of(Some("token-a-0123456789abcdef"));
+        assert_eq!(owner.len(), 32);
+        assert!(!owner.contains("token"));
+        assert_ne!(owner, owner_of(Some("token-b-0123456789abcdef")));
+        assert_eq!(owner_of(None), "anonymous");
     }
 }

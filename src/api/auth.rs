@@ -2,6 +2,9 @@
 //! `Authorization: Bearer <token>` matching one of them. Comparison is constant-time and
 //! checks every configured token, so timing reveals neither a token nor which one matched.
 //!
+//! A session host (`trawl work` serving sessions to API processes) checks the shared worker
+//! token instead and takes the owner from the header the API sets.
+//!
 //! Not here: which routes are public (the router decides: `/healthz`, `/openapi.json`).
 
 use axum::extract::{Request, State};
@@ -61,4 +64,41 @@ fn unauthorized(message: &str) -> Response {
         header::HeaderValue::from_static("Bearer"),
     );
     response
+}
+
+/// On a session host: lets a request through when it carries the shared worker token, and
+/// takes who it acts for from the owner header the API process set.
+pub(super) async fn require_worker_token(
+    State(token): State<std::sync::Arc<crate::config::Secret>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or("");
+    if !bool::from(presented.as_bytes().ct_eq(token.expose().as_bytes())) {
+        return unauthorized("invalid worker token");
+    }
+    let owner = request
+        .headers()
+        .get(crate::session_hosts::OWNER_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|owner| {
+            *owner == "anonymous"
+                || (owner.len() == 32 && owner.bytes().all(|byte| byte.is_ascii_hexdigit()))
+        })
+        .map(str::to_owned);
+    let Some(owner) = owner else {
+        return ApiError::invalid(format!(
+            "a session host needs the {} header: a token fingerprint",
+            crate::session_hosts::OWNER_HEADER
+        ))
+        .into_response();
+    };
+    request.extensions_mut().insert(Owner(owner));
+    next.run(request).await
 }

@@ -103,6 +103,9 @@ pub struct AppState {
     pub archive: Option<ArchiveSearch>,
     /// Agent sessions, when this server runs a browser.
     pub sessions: Option<Arc<crate::sessions::Sessions>>,
+    /// Without a browser: the session hosts sessions are routed to, when a worker token is
+    /// configured.
+    pub remote_sessions: Option<Arc<crate::session_hosts::Remote>>,
 }
 
 /// The archive index `/v1/search` reads, and its default limit of hits per page.
@@ -148,6 +151,25 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             count_requests,
         ))
+        .with_state(state)
+}
+
+/// The router of a session host (`trawl work` with a browser and `sessions.listen`): the
+/// session routes API processes forward to, behind the shared worker token.
+pub fn session_host_router(state: AppState, worker_token: Secret) -> Router {
+    Router::new()
+        .route("/v1/sessions", post(sessions::open))
+        .route("/v1/sessions/{id}", axum::routing::delete(sessions::close))
+        .route("/v1/sessions/{id}/actions", post(sessions::act))
+        .route("/v1/sessions/{id}/previews/{n}", get(sessions::preview))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::new(worker_token),
+            auth::require_worker_token,
+        ))
+        .route("/healthz", get(health::healthz))
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .with_state(state)
 }
 

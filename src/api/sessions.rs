@@ -4,23 +4,30 @@
 //! closed sessions), `DELETE /v1/sessions/{id}` closes it. A session is visible to the token
 //! that opened it only: any other token gets 404.
 //!
-//! Not here: the sessions themselves (`crate::sessions`).
+//! A server without a browser routes these requests to the session hosts (`trawl work` with
+//! a browser and `sessions.listen`) when `sessions.worker_token` is set; the replay log is
+//! read from the store wherever the session ran.
+//!
+//! Not here: the sessions themselves (`crate::sessions`), the hosts' registry and the
+//! forwarding (`crate::session_hosts`).
 
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use trawl_workers::browse::{Action, Credentials, Profile};
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Owner;
 use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use crate::session_hosts::{Forwarded, Remote, RouteError};
 use crate::sessions::{self, Replay, SessionInfo, Sessions, Step};
 
 /// A session to open.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenSession {
     /// The device the browser pretends to be.
@@ -51,17 +58,59 @@ pub struct Steps {
     pub steps: Vec<Step>,
 }
 
-fn sessions(state: &AppState) -> Option<&Sessions> {
-    state.sessions.as_deref()
+/// Where this server's sessions are: in its own browser, or on session hosts.
+enum At<'a> {
+    Here(&'a Sessions),
+    Hosts(&'a Remote),
+}
+
+fn at(state: &AppState) -> Option<At<'_>> {
+    match (&state.sessions, &state.remote_sessions) {
+        (Some(sessions), _) => Some(At::Here(sessions)),
+        (None, Some(remote)) => Some(At::Hosts(remote)),
+        (None, None) => None,
+    }
 }
 
 fn unavailable() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "sessions_unavailable",
-        "this server runs no browser (started with --no-pools); sessions live on a server \
-         with pools",
+        "this server runs no browser (started with --no-pools) and routes no sessions to \
+         workers (set sessions.worker_token, and sessions.listen on the workers)",
     )
+}
+
+fn route_error(error: RouteError) -> ApiError {
+    match error {
+        RouteError::NoHost => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sessions_unavailable",
+            error.to_string(),
+        ),
+        RouteError::NotFound(id) => ApiError::not_found(format!("no session {id}")),
+        RouteError::Unreachable(message) => {
+            ApiError::new(StatusCode::BAD_GATEWAY, "browser_failed", message)
+        }
+        RouteError::Store(error) => ApiError::from(error),
+    }
+}
+
+/// A host's answer as this server's.
+fn relay(answer: Forwarded) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut response = (status, answer.body).into_response();
+    if let Some(value) = answer
+        .content_type
+        .and_then(|value| header::HeaderValue::from_str(&value).ok())
+    {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+fn to_json(value: &impl serde::Serialize) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).expect("requests serialise"))
 }
 
 fn api_error(error: sessions::Error) -> ApiError {
@@ -85,20 +134,29 @@ fn api_error(error: sessions::Error) -> ApiError {
         (status = 201, description = "opened", body = SessionInfo),
         (status = 422, description = "malformed request", body = ErrorBody),
         (status = 429, description = "too many sessions, or every browser context is taken: try again later", body = ErrorBody),
-        (status = 503, description = "this server runs no browser", body = ErrorBody),
+        (status = 502, description = "the session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no live session host", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn open(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiJson(request): ApiJson<OpenSession>,
-) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
-    let info = sessions(&state)
-        .ok_or_else(unavailable)?
-        .open(&owner.0, request.profile, &request.credentials)
-        .await
-        .map_err(api_error)?;
-    Ok((StatusCode::CREATED, Json(info)))
+) -> Result<Response, ApiError> {
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => {
+            let info = sessions
+                .open(&owner.0, request.profile, &request.credentials)
+                .await
+                .map_err(api_error)?;
+            Ok((StatusCode::CREATED, Json(info)).into_response())
+        }
+        At::Hosts(remote) => remote
+            .open(&owner.0, to_json(&request))
+            .await
+            .map(relay)
+            .map_err(route_error),
+    }
 }
 
 /// Runs one action or a batch in a session.
@@ -108,7 +166,8 @@ pub(super) async fn open(
         (status = 200, description = "the steps run (a failed action has `ok: false` and ends the batch)", body = Steps),
         (status = 404, description = "no such session for this token", body = ErrorBody),
         (status = 422, description = "malformed action", body = ErrorBody),
-        (status = 502, description = "the browser failed; the session is closed", body = ErrorBody),
+        (status = 502, description = "the browser failed, or the session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no session host routing", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn act(
@@ -116,17 +175,28 @@ pub(super) async fn act(
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<String>,
     ApiJson(request): ApiJson<ActionRequest>,
-) -> Result<Json<Steps>, ApiError> {
+) -> Result<Response, ApiError> {
     let actions = match request {
         ActionRequest::Batch { actions } => actions,
         ActionRequest::One(action) => vec![action],
     };
-    let steps = sessions(&state)
-        .ok_or_else(unavailable)?
-        .act(&owner.0, &id, &actions)
-        .await
-        .map_err(api_error)?;
-    Ok(Json(Steps { steps }))
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => {
+            let steps = sessions
+                .act(&owner.0, &id, &actions)
+                .await
+                .map_err(api_error)?;
+            Ok(Json(Steps { steps }).into_response())
+        }
+        At::Hosts(remote) => {
+            let body = to_json(&serde_json::json!({ "actions": actions }));
+            remote
+                .forward(&owner.0, &id, "POST", "/actions", Some(body))
+                .await
+                .map(relay)
+                .map_err(route_error)
+        }
+    }
 }
 
 /// A JPEG preview taken after a page-changing action (the last few are kept).
@@ -136,6 +206,8 @@ pub(super) async fn act(
     responses(
         (status = 200, description = "the preview", content_type = "image/jpeg", body = Vec<u8>),
         (status = 404, description = "no such session or preview", body = ErrorBody),
+        (status = 502, description = "the session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no session host routing", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn preview(
@@ -143,11 +215,17 @@ pub(super) async fn preview(
     Extension(owner): Extension<Owner>,
     ApiPath((id, number)): ApiPath<(String, u64)>,
 ) -> Result<Response, ApiError> {
-    let jpeg = sessions(&state)
-        .ok_or_else(unavailable)?
-        .preview(&owner.0, &id, number)
-        .map_err(api_error)?;
-    Ok(([(header::CONTENT_TYPE, "image/jpeg")], jpeg).into_response())
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => {
+            let jpeg = sessions.preview(&owner.0, &id, number).map_err(api_error)?;
+            Ok(([(header::CONTENT_TYPE, "image/jpeg")], jpeg).into_response())
+        }
+        At::Hosts(remote) => remote
+            .forward(&owner.0, &id, "GET", &format!("/previews/{number}"), None)
+            .await
+            .map(relay)
+            .map_err(route_error),
+    }
 }
 
 /// The session's replay log: every action, its outcome and its screenshot.
@@ -163,9 +241,8 @@ pub(super) async fn replay(
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Replay>, ApiError> {
-    let replay = sessions(&state)
-        .ok_or_else(unavailable)?
-        .replay(&owner.0, &id)
+    // The replay log is in the store: any server reads it, browser or not.
+    let replay = sessions::replay(&state.context.store, &owner.0, &id)
         .await
         .map_err(api_error)?;
     Ok(Json(replay))
@@ -177,17 +254,24 @@ pub(super) async fn replay(
     responses(
         (status = 204, description = "closed"),
         (status = 404, description = "no such session for this token", body = ErrorBody),
+        (status = 502, description = "the session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no session host routing", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn close(
     State(state): State<AppState>,
     Extension(owner): Extension<Owner>,
     ApiPath(id): ApiPath<String>,
-) -> Result<StatusCode, ApiError> {
-    sessions(&state)
-        .ok_or_else(unavailable)?
-        .close(&owner.0, &id)
-        .await
-        .map_err(api_error)?;
-    Ok(StatusCode::NO_CONTENT)
+) -> Result<Response, ApiError> {
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => {
+            sessions.close(&owner.0, &id).await.map_err(api_error)?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        At::Hosts(remote) => remote
+            .forward(&owner.0, &id, "DELETE", "", None)
+            .await
+            .map(relay)
+            .map_err(route_error),
+    }
 }

@@ -57,6 +57,14 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         crate::sessions::Sessions::new(browser.clone(), store.clone(), config.sessions.clone())
     });
     let sweeper = sessions.as_ref().map(|sessions| sessions.spawn_sweeper());
+    // Without a browser, sessions go to the workers that host them (when configured).
+    let remote_sessions = match (&sessions, &config.sessions.worker_token) {
+        (None, Some(token)) => Some(Arc::new(
+            crate::session_hosts::Remote::new(store.clone(), token.clone())
+                .map_err(anyhow::Error::msg)?,
+        )),
+        _ => None,
+    };
     // The index is searched whether or not this server archives (another process may hold
     // its writer: then this server searches what that one commits).
     let archive_index = trawl_workers::archive::index::ArchiveIndex::open_or_create(
@@ -92,6 +100,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             per_page: config.archive.per_page,
         }),
         sessions: sessions.clone(),
+        remote_sessions: remote_sessions.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&config.api.bind)
         .await
@@ -99,10 +108,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let address = listener.local_addr()?;
     eprintln!(
         "trawl: serving on http://{address} ({}, {} tokens){}",
-        if args.no_pools {
-            "api only"
-        } else {
-            "api, fetch and archive pools"
+        match (args.no_pools, remote_sessions.is_some()) {
+            (false, _) => "api, fetch and archive pools",
+            (true, false) => "api only",
+            (true, true) => "api only; sessions routed to session hosts",
         },
         config.api.tokens.len(),
         if config.api.tokens.is_empty() {

@@ -3,7 +3,8 @@
 //! files it works too (one machine). SIGTERM or SIGINT stop it gracefully: the pools stop
 //! taking jobs and finish the running ones (up to `api.shutdown_timeout_secs`); jobs fetched
 //! but not started go back to the queue, and what is still running after that is recovered
-//! by the queue once this worker's heartbeat is missed.
+//! by the queue once this worker's heartbeat is missed. With a browser and `sessions.listen`
+//! it also hosts agent sessions for API processes elsewhere (`crate::session_hosts`).
 
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -20,7 +21,8 @@ use crate::config::Config;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Pools to run and their sizes: `fetch=N` (jobs at once), `browse=N` (browser contexts
-    /// at once, for render and browse jobs; 0 runs no browser) and `archive=1` (the archive
+    /// at once, for render and browse jobs, and agent sessions when sessions.listen is set;
+    /// 0 runs no browser) and `archive=1` (the archive
     /// pool into this machine's data directory; at most one per directory). Pools not named do
     /// not run [default: fetch=runner.concurrency].
     #[arg(long, value_name = "NAME=SIZE,...")]
@@ -137,10 +139,23 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     };
     let pool = (sizes.fetch > 0)
         .then(|| pools::spawn_fetch_pool(context.clone(), &queue, pools::stopped(&stop_rx)));
+    let host = match (&browser, &config.sessions.listen) {
+        (Some(browser), Some(_)) => Some(
+            SessionHost::start(&config, &context, &queue, browser.clone(), stop_rx.clone()).await?,
+        ),
+        (None, Some(_)) => {
+            anyhow::bail!("sessions.listen needs a browser here: run with --pools fetch=N,browse=M")
+        }
+        _ => None,
+    };
     eprintln!(
-        "trawl: working (fetch={}, archive={}; queue: {}, store: {})",
+        "trawl: working (fetch={}, browse={}, archive={}{}; queue: {}, store: {})",
         sizes.fetch,
+        sizes.browse,
         sizes.archive,
+        host.as_ref()
+            .map(|host| format!("; hosting sessions at {}", host.url))
+            .unwrap_or_default(),
         if config.redis_url.is_some() {
             "redis"
         } else {
@@ -178,6 +193,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             ),
         }
     }
+    if let Some(host) = host {
+        host.stop().await;
+    }
     // The browser closes and its temporary profile goes (pools have stopped by now).
     if let Some(browser) = &browser {
         browser.shutdown().await;
@@ -185,6 +203,86 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     queue.close().await;
     store.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// This worker's agent sessions, served to API processes elsewhere on `sessions.listen` and
+/// registered in the store (`crate::session_hosts`).
+struct SessionHost {
+    url: String,
+    sessions: Arc<crate::sessions::Sessions>,
+    sweeper: tokio::task::JoinHandle<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    registration: crate::session_hosts::Registration,
+}
+
+impl SessionHost {
+    async fn start(
+        config: &Config,
+        context: &Arc<crate::runner::Context>,
+        queue: &crate::queue::Queue,
+        browser: trawl_workers::browse::Pool,
+        mut stop: watch::Receiver<bool>,
+    ) -> anyhow::Result<SessionHost> {
+        let (Some(listen), Some(token)) = (&config.sessions.listen, &config.sessions.worker_token)
+        else {
+            anyhow::bail!("sessions.listen needs sessions.worker_token");
+        };
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding sessions.listen = {listen}"))?;
+        // Without sessions.advertise: the address bound (port 0 picks a free one).
+        let url = match &config.sessions.advertise {
+            Some(_) => config.sessions.host_url().unwrap_or_default(),
+            None => format!("http://{}", listener.local_addr()?),
+        };
+        let store = context.store.clone();
+        let sessions = crate::sessions::Sessions::hosted(
+            browser,
+            store.clone(),
+            config.sessions.clone(),
+            url.clone(),
+        );
+        let state = crate::api::AppState {
+            context: context.clone(),
+            queue: queue.clone(),
+            config: Arc::new(config.api.clone()),
+            archive: None,
+            sessions: Some(sessions.clone()),
+            remote_sessions: None,
+        };
+        let router = crate::api::session_host_router(state, token.clone());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|stopped| *stopped).await;
+                })
+                .await
+        });
+        let sweeper = sessions.spawn_sweeper();
+        let registration =
+            crate::session_hosts::Registration::start(store, url.clone(), sessions.clone())
+                .await
+                .context("registering this worker as a session host")?;
+        Ok(SessionHost {
+            url,
+            sessions,
+            sweeper,
+            server,
+            registration,
+        })
+    }
+
+    /// Stops serving, closes the sessions and removes the registration.
+    async fn stop(self) {
+        self.registration.stop().await;
+        self.sweeper.abort();
+        self.sessions.close_all().await;
+        match tokio::time::timeout(Duration::from_secs(10), self.server).await {
+            Ok(Ok(Ok(()))) | Err(_) => {}
+            Ok(Ok(Err(error))) => eprintln!("trawl: session host: {error}"),
+            Ok(Err(error)) => eprintln!("trawl: session host task failed: {error}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -31,13 +31,21 @@ impl SqliteQueue {
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
             .create_if_missing(true)
             .busy_timeout(Duration::from_secs(30));
+        // Two processes opening a new queue file at once would both run apalis' migrations
+        // (and its switch to WAL).
+        let lock = crate::store::lock_sqlite_migrations(options.get_filename())
+            .await
+            .map_err(|error| {
+                Error::Backend(format!("locking the queue for its migrations: {error}"))
+            })?;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         SqliteStorage::<()>::setup(&pool)
             .await
             .map_err(|error| Error::Backend(error.to_string()))?;
+        drop(lock);
         let config = |name: String| {
             apalis_sqlite::Config::default()
                 .queue(name)

@@ -216,8 +216,22 @@ delegate! {
     /// Checks that the store answers.
     pub async fn ping(&self) -> Result<(), Error>;
 
-    /// Records a new agent session of `owner` (a token fingerprint).
-    pub async fn create_session(&self, id: &str, owner: &str, profile: &str) -> Result<(), Error>;
+    /// Records a new agent session of `owner` (a token fingerprint), living on `host` (a
+    /// session host's url; `None`: the process that opened it).
+    pub async fn create_session(&self, id: &str, owner: &str, profile: &str, host: Option<&str>) -> Result<(), Error>;
+
+    /// Marks every open session on `host` closed (its worker restarted or is gone); returns
+    /// how many.
+    pub async fn close_host_sessions(&self, host: &str, reason: &str) -> Result<u64, Error>;
+
+    /// Registers a session host or renews its registration.
+    pub async fn renew_session_host(&self, host: &SessionHost) -> Result<(), Error>;
+
+    /// Removes a session host's registration.
+    pub async fn remove_session_host(&self, url: &str) -> Result<(), Error>;
+
+    /// The session hosts renewed at or after `seen_since_ms`, most free places first.
+    pub async fn session_hosts(&self, seen_since_ms: i64) -> Result<Vec<SessionHost>, Error>;
 
     /// Marks a session closed, with why (`closed`, `expired`, `browser_failed`, `shutdown`).
     pub async fn close_session(&self, id: &str, reason: &str) -> Result<(), Error>;
@@ -708,8 +722,24 @@ pub struct SessionRecord {
     pub created_at: String,
     /// When it was closed.
     pub closed_at: Option<String>,
-    /// Why: `closed`, `expired`, `browser_failed` or `shutdown`.
+    /// Why: `closed`, `expired`, `browser_failed`, `shutdown` or `host_lost`.
     pub close_reason: Option<String>,
+    /// The session host it lives on (internal: not shown).
+    #[serde(skip)]
+    pub host: Option<String>,
+}
+
+/// A worker that hosts agent sessions for API processes elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHost {
+    /// Where the API reaches it.
+    pub url: String,
+    /// Sessions it takes at most.
+    pub capacity: u64,
+    /// Sessions open on it at its last renewal.
+    pub open: u64,
+    /// Its last renewal, Unix milliseconds.
+    pub seen_ms: i64,
 }
 
 /// One step of a session's replay log.
@@ -759,6 +789,31 @@ pub struct WarcRef {
     pub offset: u64,
 }
 
+/// Takes an exclusive lock on a file beside the SQLite database `db_file` (held until the
+/// returned file is dropped), so that one process runs the migrations of a new database while
+/// another opening it at the same moment waits: sqlx and apalis take no lock of their own on
+/// SQLite. `None` for an in-memory database.
+pub(crate) async fn lock_sqlite_migrations(
+    db_file: &Path,
+) -> std::io::Result<Option<std::fs::File>> {
+    if db_file.as_os_str() == ":memory:" {
+        return Ok(None);
+    }
+    let mut lock_path = db_file.as_os_str().to_owned();
+    lock_path.push(".migrate-lock");
+    tokio::task::spawn_blocking(move || {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        file.lock()?;
+        Ok(Some(file))
+    })
+    .await
+    .map_err(std::io::Error::other)?
+}
+
 /// Store failures: all internal from a job's point of view.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -768,6 +823,9 @@ pub enum Error {
     /// Migrations failed.
     #[error("store migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The lock file that serialises SQLite migrations between processes failed.
+    #[error("store: cannot lock the database for its migrations: {0}")]
+    Lock(std::io::Error),
     /// The store URL names no engine trawl has.
     #[error("store: unsupported database url scheme {0:?} (expected sqlite:// or postgres://)")]
     UnsupportedUrl(String),

@@ -6,7 +6,7 @@
 
 use super::blob::Blob;
 use super::rows::{Columns, now_rfc3339};
-use super::{Error, SessionRecord, SessionStepRecord};
+use super::{Error, SessionHost, SessionRecord, SessionStepRecord};
 
 /// A step to record.
 #[derive(Debug, Clone)]
@@ -25,6 +25,7 @@ pub struct NewSessionStep<'a> {
 
 fn session(row: &impl Columns) -> Result<SessionRecord, Error> {
     Ok(SessionRecord {
+        host: row.opt_text("host")?,
         id: row.text("id")?,
         owner: row.text("owner")?,
         profile: row.text("profile")?,
@@ -60,14 +61,17 @@ macro_rules! session_queries {
                 id: &str,
                 owner: &str,
                 profile: &str,
+                host: Option<&str>,
             ) -> Result<(), Error> {
                 sqlx::query(
-                    "INSERT INTO sessions (id, owner, profile, created_at) VALUES ($1, $2, $3, $4)",
+                    "INSERT INTO sessions (id, owner, profile, created_at, host) \
+                     VALUES ($1, $2, $3, $4, $5)",
                 )
                 .bind(id)
                 .bind(owner)
                 .bind(profile)
                 .bind(now_rfc3339())
+                .bind(host)
                 .execute(&self.pool)
                 .await?;
                 Ok(())
@@ -88,13 +92,80 @@ macro_rules! session_queries {
 
             pub(super) async fn session(&self, id: &str) -> Result<Option<SessionRecord>, Error> {
                 let row = sqlx::query(
-                    "SELECT id, owner, profile, created_at, closed_at, close_reason \
+                    "SELECT id, owner, profile, created_at, closed_at, close_reason, host \
                      FROM sessions WHERE id = $1",
                 )
                     .bind(id)
                     .fetch_optional(&self.pool)
                     .await?;
                 row.map(|row| session(&row)).transpose()
+            }
+
+            pub(super) async fn close_host_sessions(
+                &self,
+                host: &str,
+                reason: &str,
+            ) -> Result<u64, Error> {
+                let done = sqlx::query(
+                    "UPDATE sessions SET closed_at = $1, close_reason = $2 \
+                     WHERE host = $3 AND closed_at IS NULL",
+                )
+                .bind(now_rfc3339())
+                .bind(reason)
+                .bind(host)
+                .execute(&self.pool)
+                .await?;
+                Ok(done.rows_affected())
+            }
+
+            pub(super) async fn renew_session_host(
+                &self,
+                host: &SessionHost,
+            ) -> Result<(), Error> {
+                sqlx::query(
+                    "INSERT INTO session_hosts (url, capacity, open, seen_ms) \
+                     VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (url) DO UPDATE SET capacity = excluded.capacity, \
+                     open = excluded.open, seen_ms = excluded.seen_ms",
+                )
+                .bind(&host.url)
+                .bind(host.capacity as i64)
+                .bind(host.open as i64)
+                .bind(host.seen_ms)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            pub(super) async fn remove_session_host(&self, url: &str) -> Result<(), Error> {
+                sqlx::query("DELETE FROM session_hosts WHERE url = $1")
+                    .bind(url)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            pub(super) async fn session_hosts(
+                &self,
+                seen_since_ms: i64,
+            ) -> Result<Vec<SessionHost>, Error> {
+                let rows = sqlx::query(
+                    "SELECT url, capacity, open, seen_ms FROM session_hosts \
+                     WHERE seen_ms >= $1 ORDER BY capacity - open DESC, url",
+                )
+                .bind(seen_since_ms)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter()
+                    .map(|row| {
+                        Ok(SessionHost {
+                            url: row.text("url")?,
+                            capacity: u64::try_from(row.int("capacity")?).unwrap_or(0),
+                            open: u64::try_from(row.int("open")?).unwrap_or(0),
+                            seen_ms: row.int("seen_ms")?,
+                        })
+                    })
+                    .collect()
             }
 
             pub(super) async fn add_session_step(

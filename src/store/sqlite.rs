@@ -41,13 +41,22 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30));
+        // sqlx takes no lock for SQLite migrations: two processes opening a new store at once
+        // (`trawl serve --no-pools` and `trawl work` started together) would both create the
+        // tables, and switching a new file to WAL fails while another connection holds it. A
+        // file lock beside the database lets one connect and migrate while the others wait.
+        let lock = super::lock_sqlite_migrations(options.get_filename())
+            .await
+            .map_err(Error::Lock)?;
         let pool = SqlitePoolOptions::new()
             // Few connections: writes are serialised anyway, and each connection's page cache
             // is dropped whenever another one writes.
             .max_connections(4)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        // Closing the file releases the lock.
+        drop(lock);
         Ok(SqliteStore { pool })
     }
 

@@ -50,6 +50,7 @@ impl Api {
         let state = AppState {
             archive: None,
             sessions: None,
+            remote_sessions: None,
             context: context.clone(),
             queue: queue.clone(),
             config: Arc::new(api::Config {

@@ -385,6 +385,7 @@ async fn the_search_endpoint_answers_from_the_archive() {
         config: Arc::new(trawl::api::Config::default()),
         archive: Some(trawl::api::ArchiveSearch { index, per_page: 2 }),
         sessions: None,
+        remote_sessions: None,
     });
     let get = |uri: String| {
         let router = router.clone();

@@ -602,6 +602,97 @@ fn a_crashed_browser_is_replaced_busy_is_refused_and_old_browsers_are_recycled()
     });
 }
 
+#[test]
+fn a_crashed_tab_fails_its_action_at_once_and_a_navigation_brings_it_back() {
+    run(async {
+        let pool = &shared().pool;
+        let mut lease = pool
+            .lease(Profile::Desktop, &Credentials::default(), false)
+            .await
+            .expect("lease");
+        let pid = pool.pid().await;
+        let goto = Action::Goto {
+            url: site("/browser/form"),
+        };
+        let outcome = browse::actions::run(&mut lease, &goto).await.expect("runs");
+        assert!(outcome.ok, "{outcome:?}");
+        lease.crash_tab().await;
+        let started = std::time::Instant::now();
+        let outcome = browse::actions::run(&mut lease, &Action::Snapshot)
+            .await
+            .expect("an action error, not a browser failure");
+        assert!(!outcome.ok);
+        assert_eq!(
+            outcome.error.as_ref().map(|error| error.code.as_str()),
+            Some("page_crashed"),
+            "{outcome:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "reported at once, not after the command timeout: {:?}",
+            started.elapsed()
+        );
+        // A navigation gives the tab a new renderer; the browser itself was not replaced.
+        let outcome = browse::actions::run(&mut lease, &goto).await.expect("runs");
+        assert!(outcome.ok, "{outcome:?}");
+        let outcome = browse::actions::run(&mut lease, &Action::Snapshot)
+            .await
+            .expect("runs");
+        assert!(outcome.ok, "{outcome:?}");
+        assert!(
+            outcome
+                .output
+                .as_deref()
+                .unwrap_or_default()
+                .contains("textbox"),
+            "{outcome:?}"
+        );
+        assert_eq!(pool.pid().await, pid);
+        lease.close().await;
+    });
+}
+
+#[test]
+fn a_browser_above_its_memory_bound_is_recycled_after_its_lease() {
+    run(async {
+        let config = browse::Config {
+            max_memory_mb: 128,
+            ..browse::Config::default()
+        };
+        let pool = new_pool(config, &shared().dns).await;
+        let credentials = Credentials::default();
+        let mut lease = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect("lease");
+        let goto = Action::Goto {
+            url: site("/browser/form"),
+        };
+        assert!(
+            browse::actions::run(&mut lease, &goto)
+                .await
+                .expect("runs")
+                .ok
+        );
+        let memory = pool.memory().await;
+        assert!(
+            memory > 128 << 20,
+            "a browser with a page uses more than the 128 MB bound: {memory}"
+        );
+        let pid = pool.pid().await;
+        assert_eq!(pool.stats().recycles, 0);
+        lease.close().await;
+        assert_eq!(pool.stats().recycles, 1, "{:?}", pool.stats());
+        let lease = pool
+            .lease(Profile::Desktop, &credentials, false)
+            .await
+            .expect("a new browser");
+        assert_ne!(pool.pid().await, pid);
+        lease.close().await;
+        pool.shutdown().await;
+    });
+}
+
 fn url_escape(text: &str) -> String {
     text.bytes()
         .map(|byte| match byte {
@@ -768,7 +859,9 @@ fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_st
                 .await
                 .is_err()
         );
-        let replay = sessions.replay("owner-a", &info.id).await.expect("replay");
+        let replay = trawl::sessions::replay(&store, "owner-a", &info.id)
+            .await
+            .expect("replay");
         assert_eq!(replay.steps.len(), 6);
         assert_eq!(replay.session.close_reason.as_deref(), Some("closed"));
         assert!(replay.steps.iter().all(|step| step.image.is_some()));
@@ -781,7 +874,11 @@ fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_st
                 step.outcome
             );
         }
-        assert!(sessions.replay("owner-b", &info.id).await.is_err());
+        assert!(
+            trawl::sessions::replay(&store, "owner-b", &info.id)
+                .await
+                .is_err()
+        );
     });
 }
 
@@ -855,6 +952,7 @@ fn the_session_api_belongs_to_the_token_that_opened_it() {
             }),
             archive: None,
             sessions: Some(sessions),
+            remote_sessions: None,
         });
         let call = |method: &str, uri: String, token: &str, body: Option<String>| {
             let router = router.clone();
@@ -1116,5 +1214,357 @@ fn a_worker_without_a_browser_leaves_render_jobs_queued_for_one_that_has_it() {
         let _ = stop.send(());
         assert_eq!(status().await, trawl::store::Status::Succeeded);
         waiting.await.expect("pool ends");
+    });
+}
+
+#[test]
+fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
+    run(async {
+        use tower::ServiceExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let context = Arc::new(trawl::runner::Context::new(
+            store.clone(),
+            fetch_deps(),
+            trawl::runner::Config::default(),
+        ));
+        let queue = trawl::queue::Queue::open(
+            &dir.path().join("queue.sqlite"),
+            "session-hosts-test",
+            trawl::runner::Config::default().queue_settings(),
+        )
+        .await
+        .expect("queue");
+        let worker_token = trawl::config::Secret::new("worker-token-0123456789");
+        // The session host: what `trawl work --pools fetch=1,browse=N` with sessions.listen
+        // runs, on a real loopback port.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let host_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let hosted = trawl::sessions::Sessions::hosted(
+            shared().pool.clone(),
+            store.clone(),
+            trawl::sessions::Config::default(),
+            host_url.clone(),
+        );
+        let host_router = trawl::api::session_host_router(
+            trawl::api::AppState {
+                context: context.clone(),
+                queue: queue.clone(),
+                config: Arc::new(trawl::api::Config::default()),
+                archive: None,
+                sessions: Some(hosted.clone()),
+                remote_sessions: None,
+            },
+            worker_token.clone(),
+        );
+        let host_server = tokio::spawn(async move { axum::serve(listener, host_router).await });
+        let registration = trawl::session_hosts::Registration::start(
+            store.clone(),
+            host_url.clone(),
+            hosted.clone(),
+        )
+        .await
+        .expect("registers");
+        // The API: no browser, sessions routed through the store's registry.
+        let token_a = "token-a-0123456789abcdef";
+        let token_b = "token-b-0123456789abcdef";
+        let router = trawl::api::router(trawl::api::AppState {
+            context,
+            queue,
+            config: Arc::new(trawl::api::Config {
+                tokens: vec![
+                    trawl::config::Secret::new(token_a),
+                    trawl::config::Secret::new(token_b),
+                ],
+                ..trawl::api::Config::default()
+            }),
+            archive: None,
+            sessions: None,
+            remote_sessions: Some(Arc::new(
+                trawl::session_hosts::Remote::new(store.clone(), worker_token.clone())
+                    .expect("remote"),
+            )),
+        });
+        let call = |method: &str, uri: String, token: &str, body: Option<String>| {
+            let router = router.clone();
+            let request = axum::http::Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.unwrap_or_default()))
+                .expect("request");
+            async move {
+                let response = router.oneshot(request).await.expect("responds");
+                let status = response.status().as_u16();
+                let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+                    .await
+                    .expect("body");
+                (status, bytes.to_vec())
+            }
+        };
+        let json = |bytes: &[u8]| -> serde_json::Value {
+            serde_json::from_slice(bytes).expect("json body")
+        };
+        let open = r#"{"profile": "desktop", "credentials": {"headers": {"X-Secret": "s3cret"}}}"#;
+        let (status, body) = call(
+            "POST",
+            "/v1/sessions".to_owned(),
+            token_a,
+            Some(open.to_owned()),
+        )
+        .await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        let id = json(&body)["id"].as_str().expect("id").to_owned();
+        assert_eq!(hosted.count(), 1, "the session lives on the host");
+        let record = store.session(&id).await.expect("reads").expect("recorded");
+        assert_eq!(record.host.as_deref(), Some(host_url.as_str()));
+
+        let goto = format!(
+            r#"{{"action": "goto", "url": "{}"}}"#,
+            site("/browser/form")
+        );
+        let (status, body) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_a,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let steps = json(&body);
+        assert_eq!(steps["steps"][0]["ok"], true, "{steps}");
+        let preview = steps["steps"][0]["preview"].as_u64().expect("a preview");
+        let (status, jpeg) = call(
+            "GET",
+            format!("/v1/sessions/{id}/previews/{preview}"),
+            token_a,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(jpeg.starts_with(&[0xFF, 0xD8]), "a JPEG through the API");
+        // Another token sees nothing, on the host either.
+        let (status, _) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_b,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 404);
+        // The host refuses a caller without the worker token, or without an owner.
+        let client = reqwest::Client::new();
+        let direct = client
+            .post(format!("{host_url}/v1/sessions/{id}/actions"))
+            .bearer_auth(token_a)
+            .header("x-trawl-owner", trawl::sessions::owner_of(Some(token_a)))
+            .header("content-type", "application/json")
+            .body(goto.clone())
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(direct.status().as_u16(), 401);
+        let direct = client
+            .post(format!("{host_url}/v1/sessions/{id}/actions"))
+            .bearer_auth(worker_token.expose())
+            .header("content-type", "application/json")
+            .body(goto.clone())
+            .send()
+            .await
+            .expect("answers");
+        assert_eq!(direct.status().as_u16(), 422);
+        // The replay comes from the store, and shows no credentials.
+        let (status, body) = call("GET", format!("/v1/sessions/{id}/replay"), token_a, None).await;
+        assert_eq!(status, 200);
+        assert!(!String::from_utf8_lossy(&body).contains("s3cret"));
+        assert_eq!(json(&body)["steps"].as_array().map(Vec::len), Some(1));
+        let (status, _) = call("DELETE", format!("/v1/sessions/{id}"), token_a, None).await;
+        assert_eq!(status, 204);
+        assert_eq!(hosted.count(), 0);
+        let (status, _) = call(
+            "POST",
+            format!("/v1/sessions/{id}/actions"),
+            token_a,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 404);
+
+        // The host goes away with a session open: the API says so once, then 404; a new
+        // session finds no host.
+        let (status, body) = call(
+            "POST",
+            "/v1/sessions".to_owned(),
+            token_a,
+            Some("{}".to_owned()),
+        )
+        .await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        let orphan = json(&body)["id"].as_str().expect("id").to_owned();
+        registration.stop().await;
+        host_server.abort();
+        let _ = host_server.await;
+        hosted.close_all().await;
+        store
+            .create_session(
+                "left-open",
+                &trawl::sessions::owner_of(Some(token_a)),
+                "desktop",
+                Some(&host_url),
+            )
+            .await
+            .expect("creates");
+        let (status, body) = call(
+            "POST",
+            "/v1/sessions/left-open/actions".to_owned(),
+            token_a,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 502, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json(&body)["error"]["code"], "browser_failed");
+        let (status, _) = call(
+            "POST",
+            "/v1/sessions/left-open/actions".to_owned(),
+            token_a,
+            Some(goto.clone()),
+        )
+        .await;
+        assert_eq!(status, 404);
+        let (status, _) = call(
+            "POST",
+            format!("/v1/sessions/{orphan}/actions"),
+            token_a,
+            Some(goto),
+        )
+        .await;
+        assert_eq!(status, 404, "closed when its host shut down");
+        let (status, body) = call(
+            "POST",
+            "/v1/sessions".to_owned(),
+            token_a,
+            Some("{}".to_owned()),
+        )
+        .await;
+        assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json(&body)["error"]["code"], "sessions_unavailable");
+    });
+}
+
+#[test]
+fn trawl_serve_without_pools_routes_sessions_to_a_trawl_work_session_host() {
+    let fixture = &shared().fixture;
+    run(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let free_port = || {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+            listener.local_addr().expect("address").port()
+        };
+        let (api_port, host_port) = (free_port(), free_port());
+        let worker_token = "worker-token-0123456789";
+        let mut work = tokio::process::Command::from(crate::trawl_command(dir.path()))
+            .args([
+                "work",
+                "--pools",
+                "fetch=1,browse=1",
+                "--allow-private-network",
+            ])
+            .env("TRAWL_SESSIONS__LISTEN", format!("127.0.0.1:{host_port}"))
+            .env("TRAWL_SESSIONS__WORKER_TOKEN", worker_token)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("trawl work starts");
+        let mut serve = tokio::process::Command::from(crate::trawl_command(dir.path()))
+            .args(["serve", "--no-pools", "--bind"])
+            .arg(format!("127.0.0.1:{api_port}"))
+            .env("TRAWL_SESSIONS__WORKER_TOKEN", worker_token)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("trawl serve starts");
+        let api = format!("http://127.0.0.1:{api_port}");
+        let client = reqwest::Client::new();
+        // Open a session once both listen and the worker has registered.
+        let mut opened = None;
+        for _ in 0..200 {
+            if let Ok(response) = client
+                .post(format!("{api}/v1/sessions"))
+                .header("content-type", "application/json")
+                .body(r#"{"profile": "mobile"}"#)
+                .send()
+                .await
+                && response.status().as_u16() == 201
+            {
+                let body = response.bytes().await.expect("body");
+                opened = Some(serde_json::from_slice::<serde_json::Value>(&body).expect("json"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let opened = opened.expect("a session opened through the API on the worker");
+        let id = opened["id"].as_str().expect("id").to_owned();
+        assert_eq!(opened["profile"], "mobile");
+        let act = |body: serde_json::Value| {
+            let client = client.clone();
+            let url = format!("{api}/v1/sessions/{id}/actions");
+            async move {
+                let response = client
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body.to_string())
+                    .send()
+                    .await
+                    .expect("answers");
+                let status = response.status().as_u16();
+                let body = response.bytes().await.expect("body");
+                (
+                    status,
+                    serde_json::from_slice::<serde_json::Value>(&body).ok(),
+                )
+            }
+        };
+        let (status, steps) = act(serde_json::json!({"actions": [
+            {"action": "goto", "url": fixture.url("/browser/form")},
+            {"action": "snapshot"}
+        ]}))
+        .await;
+        let steps = steps.expect("json");
+        assert_eq!(status, 200, "{steps}");
+        assert_eq!(steps["steps"][1]["ok"], true, "{steps}");
+        let snapshot = steps["steps"][1]["output"].as_str().unwrap_or_default();
+        assert!(snapshot.contains("textbox \"Email\""), "{snapshot}");
+
+        // The worker stops: its sessions close with it, and the API answers 404 for them.
+        let pid = work.id().expect("pid").to_string();
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(stopped.success());
+        let status = tokio::time::timeout(Duration::from_secs(60), work.wait())
+            .await
+            .expect("the worker stops in time")
+            .expect("waits");
+        assert!(status.success(), "{status:?}");
+        let (status, _) = act(serde_json::json!({"action": "snapshot"})).await;
+        assert_eq!(status, 404);
+        let replay = client
+            .get(format!("{api}/v1/sessions/{id}/replay"))
+            .send()
+            .await
+            .expect("answers")
+            .bytes()
+            .await
+            .expect("body");
+        let replay: serde_json::Value = serde_json::from_slice(&replay).expect("json");
+        assert_eq!(
+            replay["steps"].as_array().map(Vec::len),
+            Some(2),
+            "{replay}"
+        );
+        assert_eq!(replay["session"]["close_reason"], "shutdown");
+        let _ = serve.kill().await;
     });
 }

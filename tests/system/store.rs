@@ -15,6 +15,7 @@ on_both_engines!(
     pages_wait_for_the_archive_and_export_in_order,
     a_worker_that_lost_its_job_cannot_commit_late,
     session_replay_logs_keep_steps_and_screenshots_in_order,
+    session_hosts_register_renew_and_take_their_sessions_with_them,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -692,7 +693,7 @@ async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
 async fn session_replay_logs_keep_steps_and_screenshots_in_order(db: TestDb) {
     let store = db.open().await;
     store
-        .create_session("s1", "owner", "mobile")
+        .create_session("s1", "owner", "mobile", None)
         .await
         .expect("creates");
     let image = vec![0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3];
@@ -737,4 +738,104 @@ async fn session_replay_logs_keep_steps_and_screenshots_in_order(db: TestDb) {
     assert_eq!(record.close_reason.as_deref(), Some("expired"));
     assert_eq!(record.owner, "owner");
     assert!(store.session("nope").await.expect("reads").is_none());
+}
+
+async fn session_hosts_register_renew_and_take_their_sessions_with_them(db: TestDb) {
+    use trawl::store::SessionHost;
+    let store = db.open().await;
+    let host = |url: &str, capacity: u64, open: u64, seen_ms: i64| SessionHost {
+        url: url.to_owned(),
+        capacity,
+        open,
+        seen_ms,
+    };
+    store
+        .renew_session_host(&host("http://a:1", 20, 19, 1_000))
+        .await
+        .expect("registers");
+    store
+        .renew_session_host(&host("http://b:1", 20, 5, 1_000))
+        .await
+        .expect("registers");
+    store
+        .renew_session_host(&host("http://old:1", 20, 0, 10))
+        .await
+        .expect("registers");
+    // Renewal replaces the row; stale hosts are left out; most free places first.
+    store
+        .renew_session_host(&host("http://a:1", 20, 2, 2_000))
+        .await
+        .expect("renews");
+    let live = store.session_hosts(500).await.expect("reads");
+    assert_eq!(
+        live,
+        vec![
+            host("http://a:1", 20, 2, 2_000),
+            host("http://b:1", 20, 5, 1_000)
+        ]
+    );
+    store
+        .remove_session_host("http://b:1")
+        .await
+        .expect("removes");
+    assert_eq!(store.session_hosts(0).await.expect("reads").len(), 2);
+
+    store
+        .create_session("on-a", "owner", "desktop", Some("http://a:1"))
+        .await
+        .expect("creates");
+    store
+        .create_session("on-b", "owner", "desktop", Some("http://b:1"))
+        .await
+        .expect("creates");
+    let record = store.session("on-a").await.expect("reads").expect("exists");
+    assert_eq!(record.host.as_deref(), Some("http://a:1"));
+    // The replay shows no host.
+    assert!(
+        serde_json::to_value(&record)
+            .expect("json")
+            .get("host")
+            .is_none()
+    );
+    assert_eq!(
+        store
+            .close_host_sessions("http://a:1", "host_lost")
+            .await
+            .expect("closes"),
+        1
+    );
+    let record = store.session("on-a").await.expect("reads").expect("exists");
+    assert_eq!(record.close_reason.as_deref(), Some("host_lost"));
+    let other = store.session("on-b").await.expect("reads").expect("exists");
+    assert_eq!(other.closed_at, None);
+}
+
+#[tokio::test]
+async fn stores_and_queues_opened_at_once_on_new_files_all_open() {
+    // `trawl serve --no-pools` and `trawl work` started together on a new data directory:
+    // one runs the migrations, the others wait for it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trawl.sqlite");
+    let queue_path = dir.path().join("queue.sqlite");
+    let opened = futures_util::future::join_all((0..4).map(|_| {
+        let path = path.clone();
+        let queue_path = queue_path.clone();
+        async move {
+            let store = trawl::store::Store::open(&path).await?;
+            let queue = trawl::queue::Queue::open(
+                &queue_path,
+                "at-once",
+                trawl::runner::Config::default().queue_settings(),
+            )
+            .await
+            .map_err(|error| anyhow::anyhow!("{error}"))?;
+            store.ping().await?;
+            queue.close().await;
+            anyhow::Ok(())
+        }
+    }))
+    .await;
+    for result in opened {
+        result.expect("every open succeeds");
+    }
 }

@@ -486,7 +486,7 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
     let mut image = None;
     let result = match action.validate() {
         Err(message) => Err(Failure::action("invalid_action", message)),
-        Ok(()) => perform(lease, action, &mut image).await,
+        Ok(()) => perform_watched(lease, action, &mut image).await,
     };
     let cap = lease.pool().config().output_chars;
     let (output, error) = match result {
@@ -507,9 +507,14 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
     let url = with_timeout(timeout, page.url())
         .await?
         .unwrap_or_else(|| "about:blank".to_owned());
-    let title = title(page, timeout)
-        .await
-        .map(|title| truncate_chars(&title, 256).to_owned());
+    // A crashed page has no title to read (the script would wait for its command timeout).
+    let title = if lease.tab().crashed() {
+        None
+    } else {
+        title(page, timeout)
+            .await
+            .map(|title| truncate_chars(&title, 256).to_owned())
+    };
     Ok(ActionOutcome {
         action: action.name().to_owned(),
         ok: error.is_none(),
@@ -522,6 +527,36 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
         took_ms: started.elapsed().as_millis() as u64,
         image,
     })
+}
+
+/// Runs an action, failing it with `page_crashed` as soon as the current tab's renderer
+/// crashes (instead of waiting out the command timeout). On a crashed tab only what gives it
+/// a new page (goto, reload) or leaves it (tabs, reset) runs.
+async fn perform_watched(
+    lease: &mut Lease,
+    action: &Action,
+    image: &mut Option<Image>,
+) -> Result<Option<String>, Failure> {
+    let crashed = || {
+        Failure::action(
+            "page_crashed",
+            "the page crashed (its renderer process died); goto or reload to go on",
+        )
+    };
+    let tab = lease.tab().clone();
+    match action {
+        Action::TabNew { .. }
+        | Action::TabSwitch { .. }
+        | Action::TabClose { .. }
+        | Action::Reset => return perform(lease, action, image).await,
+        Action::Goto { .. } | Action::Reload => tab.recovered(),
+        _ if tab.crashed() => return Err(crashed()),
+        _ => {}
+    }
+    tokio::select! {
+        result = perform(lease, action, image) => result,
+        () = tab.crash() => Err(crashed()),
+    }
 }
 
 fn command_timeout(lease: &Lease) -> Duration {

@@ -775,6 +775,16 @@ impl Lease {
         self.tabs.clear();
     }
 
+    /// Crashes the current tab's renderer (CDP `Page.crash`), as an out-of-memory page would.
+    #[cfg(feature = "testing")]
+    pub async fn crash_tab(&self) {
+        let crash = self
+            .page()
+            .execute(chromiumoxide::cdp::browser_protocol::page::CrashParams::default());
+        // The renderer dies before it can answer.
+        let _ = tokio::time::timeout(Duration::from_secs(2), crash).await;
+    }
+
     /// Disposes the context (its tabs, cookies and storage) and frees the slot.
     pub async fn close(mut self) {
         self.dispose().await;
@@ -800,6 +810,8 @@ pub struct Tab {
     /// The CDP page.
     pub page: Page,
     idle: Arc<std::sync::Mutex<Traffic>>,
+    /// Whether the tab's renderer crashed since its last navigation.
+    crashed: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 #[derive(Debug)]
@@ -828,6 +840,7 @@ enum TabEvent {
     Started(String, String),
     Ended(String),
     Document(DocumentResponse),
+    Crashed,
 }
 
 impl Tab {
@@ -861,6 +874,16 @@ impl Tab {
             .event_listener::<EventResponseReceived>()
             .await
             .map_err(listen_error)?;
+        // A renderer that dies (out of memory, a Chromium bug) is reported by the Inspector
+        // domain, which chromiumoxide does not enable.
+        let crashes = page
+            .event_listener::<chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed>()
+            .await
+            .map_err(listen_error)?;
+        page.execute(chromiumoxide::cdp::browser_protocol::inspector::EnableParams::default())
+            .await
+            .map_err(listen_error)?;
+        let crashes = crashes.map(|_| TabEvent::Crashed);
         let main_frame = page.target_id().inner().clone();
         // Only the page's network requests count: blob: and data: URLs never report an end
         // here, nor does the favicon the browser fetches for itself.
@@ -907,10 +930,15 @@ impl Tab {
             std::future::ready(document)
         });
         let mut events = futures_util::stream::select(
-            futures_util::stream::select(started, responses),
-            futures_util::stream::select(finished, failed),
+            futures_util::stream::select(
+                futures_util::stream::select(started, responses),
+                futures_util::stream::select(finished, failed),
+            ),
+            crashes,
         );
         let traffic = idle.clone();
+        let crashed = Arc::new(tokio::sync::watch::Sender::new(false));
+        let crash = crashed.clone();
         // Ends with the tab: its event streams end when the page goes.
         tokio::spawn(async move {
             while let Some(event) = events.next().await {
@@ -925,11 +953,37 @@ impl Tab {
                         traffic.in_flight.remove(&id);
                     }
                     TabEvent::Document(document) => traffic.document = Some(document),
+                    TabEvent::Crashed => {
+                        // Its requests will never report an end.
+                        traffic.in_flight.clear();
+                        crash.send_replace(true);
+                    }
                 }
                 traffic.last_change = Instant::now();
             }
         });
-        Ok(Tab { page, idle })
+        Ok(Tab {
+            page,
+            idle,
+            crashed,
+        })
+    }
+
+    /// Whether the tab's renderer crashed (since it last navigated).
+    pub fn crashed(&self) -> bool {
+        *self.crashed.borrow()
+    }
+
+    /// Resolves when the tab's renderer crashes (at once if it has).
+    pub async fn crash(&self) {
+        let mut crashed = self.crashed.subscribe();
+        // The sender lives as long as the tab: an error cannot happen while `self` exists.
+        let _ = crashed.wait_for(|crashed| *crashed).await;
+    }
+
+    /// Clears the crash mark (a navigation starts a new renderer).
+    pub fn recovered(&self) {
+        self.crashed.send_replace(false);
     }
 
     /// The last response of the tab's main document.
