@@ -40,6 +40,8 @@ pub struct Config {
     pub http: web::Config,
     /// Which destinations may be fetched.
     pub ssrf: web::Policy,
+    /// Outbound proxies for plain HTTP fetches.
+    pub proxy: web::proxy::Config,
     /// Fetch options and their bounds.
     pub fetch: fetch::Config,
     /// Worker pools and retries.
@@ -67,6 +69,7 @@ impl Default for Config {
             namespace: "trawl".to_owned(),
             http: web::Config::default(),
             ssrf: web::Policy::default(),
+            proxy: web::proxy::Config::default(),
             fetch: fetch::Config::default(),
             runner: runner::Config::default(),
             api: api::Config::default(),
@@ -152,6 +155,7 @@ impl Config {
     pub fn validate(&self) -> Result<(), Error> {
         self.http.validate().map_err(Error::Invalid)?;
         self.fetch.validate().map_err(Error::Invalid)?;
+        self.proxy.validate().map_err(Error::Invalid)?;
         self.runner.validate().map_err(Error::Invalid)?;
         self.api.validate().map_err(Error::Invalid)?;
         self.webhooks.validate().map_err(Error::Invalid)?;

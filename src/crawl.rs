@@ -494,6 +494,7 @@ pub async fn follow(
                 extract: plan.spec.extract,
                 archive: plan.spec.archive,
                 render: plan.spec.render,
+                proxy: plan.spec.proxy.clone(),
                 ..FetchJob::new(url.to_string())
             });
             jobs.push(NewJob {

@@ -43,6 +43,10 @@ pub struct Config {
     pub heartbeat_secs: u64,
     /// Missed heartbeats before a silent worker's jobs are handed to another.
     pub missed_heartbeats: usize,
+    /// Longest one attempt's work may take (fetching, rendering, extracting, a browse job's
+    /// script), in seconds; beyond, the attempt fails with `timeout` (retried). A crawl's
+    /// wait for its host's turn does not count.
+    pub job_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -55,6 +59,7 @@ impl Default for Config {
             poll_interval_ms: 100,
             heartbeat_secs: 5,
             missed_heartbeats: 3,
+            job_timeout_secs: 600,
         }
     }
 }
@@ -72,6 +77,12 @@ impl Config {
             return Err(format!(
                 "runner.max_attempts = {} is outside 1..=100",
                 self.max_attempts
+            ));
+        }
+        if self.job_timeout_secs == 0 || self.job_timeout_secs > 86_400 {
+            return Err(format!(
+                "runner.job_timeout_secs = {} is outside 1..=86400",
+                self.job_timeout_secs
             ));
         }
         if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
@@ -494,7 +505,7 @@ async fn run_fetch(
         ),
         None => None,
     };
-    let fetched = fetch_or_render(context, job).await;
+    let fetched = within_job_timeout(context, fetch_or_render(context, job)).await;
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
@@ -550,6 +561,29 @@ async fn run_fetch(
     Ok(Ok(ended))
 }
 
+/// Runs an attempt's work within `runner.job_timeout_secs`: beyond, the work is dropped (a
+/// browser context goes back to its pool, a connection closes) and the attempt fails with a
+/// transient `timeout`.
+async fn within_job_timeout<T>(
+    context: &Context,
+    work: impl Future<Output = Result<T, JobError>>,
+) -> Result<T, JobError> {
+    let limit = Duration::from_secs(context.config.job_timeout_secs);
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => result,
+        Err(_) => Err(JobError {
+            transient: true,
+            ..JobError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "the job's work took longer than runner.job_timeout_secs ({} s)",
+                    limit.as_secs()
+                ),
+            )
+        }),
+    }
+}
+
 /// Fetches over plain HTTP or renders in the browser, as the job asks: `render: true` in the
 /// browser; `"auto"` over HTTP first, then in the browser when the page looks built by
 /// JavaScript (an app shell, or little text and scripts).
@@ -591,7 +625,8 @@ async fn run_browse(
         Ok(pool) => pool,
         Err(error) => return Ok(Err(error)),
     };
-    match trawl_workers::browse::script::run_script(pool, job).await {
+    let script = trawl_workers::browse::script::run_script(pool, job);
+    match within_job_timeout(context, script).await {
         Ok(result) => {
             let outcome = Outcome::Succeeded {
                 result: serde_json::to_value(&result).expect("results serialise"),

@@ -46,6 +46,10 @@ pub struct FetchRequest {
     /// page looks built by JavaScript).
     #[serde(default)]
     pub render: trawl_workers::job::Render,
+    /// The proxy: absent for the configured ones, `"direct"` for none, or a proxy URL of
+    /// its own (its address is checked like any destination's).
+    #[serde(default)]
+    pub proxy: Option<String>,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -82,6 +86,7 @@ pub(super) async fn fetch(
         cache_ttl: request.cache_ttl,
         archive: request.archive,
         render: request.render,
+        proxy: request.proxy,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -62,6 +62,11 @@ pub struct Args {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Send fetches (robots.txt and sitemaps too) through this proxy (repeatable: requests
+    /// to one host stay on one proxy): http://, https://, socks5:// or socks5h:// URL
+    /// [config: proxy.urls].
+    #[arg(long, value_name = "URL")]
+    pub proxy: Vec<String>,
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -94,6 +99,13 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
+    }
+    if !args.proxy.is_empty() {
+        config.proxy.urls = args
+            .proxy
+            .iter()
+            .map(trawl_workers::web::proxy::ProxyUrl::new)
+            .collect();
     }
     config.validate()?;
     let spec = CrawlSpec {

@@ -58,6 +58,11 @@ pub struct Args {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Send fetches through this proxy (repeatable: requests to one host stay on one proxy):
+    /// http://, https://, socks5:// or socks5h:// URL, credentials allowed
+    /// [config: proxy.urls].
+    #[arg(long, value_name = "URL")]
+    pub proxy: Vec<String>,
     /// Only fetch from these exact hosts (repeatable) [config: ssrf.allow_hosts].
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
@@ -222,6 +227,13 @@ fn apply_flags(config: &mut Config, args: &Args) {
     }
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
+    }
+    if !args.proxy.is_empty() {
+        config.proxy.urls = args
+            .proxy
+            .iter()
+            .map(trawl_workers::web::proxy::ProxyUrl::new)
+            .collect();
     }
     config
         .ssrf

@@ -1,6 +1,8 @@
 //! Faults with real processes: two `trawl work` processes sharing a Redis queue (a
 //! test-owned redis-server) and a PostgreSQL store (a fresh database), one of them SIGKILLed
-//! mid-batch. Every job must end succeeded exactly once, with exactly one page.
+//! mid-batch. Every job must end succeeded exactly once, with exactly one page. Also: a
+//! paused worker, SIGTERM mid-batch, a job that kills its worker every time (poison), and a
+//! job whose work outlives its timeout.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use trawl::queue::{Envelope, Queue};
 use trawl::runner;
 use trawl::store::{NewJob, Status, Store};
-use trawl_workers::job::{FetchJob, Job};
+use trawl_workers::job::{ErrorCode, FetchJob, Job};
 use trawl_workers::testing::FixtureServer;
 
 use crate::engines::TestDb;
@@ -18,7 +20,17 @@ const JOBS: u64 = 2_000;
 const NAMESPACE: &str = "faults";
 
 fn worker(data_dir: &std::path::Path, redis: &RedisServer, db: &TestDb) -> tokio::process::Child {
+    worker_with(data_dir, redis, db, &[])
+}
+
+fn worker_with(
+    data_dir: &std::path::Path,
+    redis: &RedisServer,
+    db: &TestDb,
+    env: &[(&str, &str)],
+) -> tokio::process::Child {
     tokio::process::Command::from(crate::trawl_command(data_dir))
+        .envs(env.iter().copied())
         .args(["work", "--pools", "fetch=16", "--allow-private-network"])
         .env("REDIS_URL", redis.url())
         .env("DATABASE_URL", &db.url)
@@ -344,4 +356,148 @@ async fn sigterm_during_a_batch_exits_in_bounded_time_and_releases_the_rest() {
     assert_eq!(seqs.len(), 60, "one end per job");
     second.start_kill().expect("SIGKILL");
     let _ = second.wait().await;
+}
+
+/// Waits until every job of the batch has ended; returns the job records.
+async fn wait_ended(
+    store: &Store,
+    ids: &[String],
+    within: Duration,
+) -> Vec<trawl::store::JobRecord> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let mut records = Vec::with_capacity(ids.len());
+        for id in ids {
+            records.push(store.job(id).await.expect("reads").expect("recorded"));
+        }
+        if records
+            .iter()
+            .all(|record| !matches!(record.status, Status::Queued | Status::Running))
+        {
+            return records;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "jobs still open: {:?}",
+            records
+                .iter()
+                .filter(|record| matches!(record.status, Status::Queued | Status::Running))
+                .map(|record| (&record.url, record.status, record.attempts))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_work_outlives_its_timeout_is_retried_then_dead_and_the_rest_complete() {
+    let Cluster {
+        server,
+        redis,
+        db,
+        store,
+        queue,
+    } = Cluster::start().await;
+    let urls = std::iter::once(server.url("/slow/article/1?ms=8000"))
+        .chain((0..20).map(|n| server.url(&format!("/site/{n}"))));
+    let (_, ids) = submit(&store, &queue, urls, 2).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut worker = worker_with(
+        dir.path(),
+        &redis,
+        &db,
+        &[
+            ("TRAWL_RUNNER__JOB_TIMEOUT_SECS", "1"),
+            ("TRAWL_RUNNER__RETRY_BASE_MS", "100"),
+        ],
+    );
+    let records = wait_ended(&store, &ids, Duration::from_secs(60)).await;
+    let slow = &records[0];
+    assert_eq!(slow.status, Status::Dead, "{slow:?}");
+    assert_eq!(slow.attempts, 2);
+    let error = slow.error.as_ref().expect("an error");
+    assert_eq!(error.code, ErrorCode::Timeout);
+    assert!(
+        error.message.contains("job_timeout_secs"),
+        "{}",
+        error.message
+    );
+    assert!(
+        records[1..]
+            .iter()
+            .all(|record| record.status == Status::Succeeded),
+        "the pool went on"
+    );
+    signal(&worker, "TERM");
+    let _ = tokio::time::timeout(Duration::from_secs(40), worker.wait()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_kills_its_worker_every_time_ends_dead_and_the_rest_complete() {
+    let Cluster {
+        server,
+        redis,
+        db,
+        store,
+        queue,
+    } = Cluster::start().await;
+    // The poison job: whichever worker runs it is killed (as a crash in its handler would).
+    // The other jobs may be in flight at a kill too: they have attempts to spare.
+    let (_, poison_ids) = submit(&store, &queue, [server.url("/slow/article/2?ms=60000")], 2).await;
+    let (_, other_ids) = submit(
+        &store,
+        &queue,
+        (0..20).map(|n| server.url(&format!("/site/{n}"))),
+        5,
+    )
+    .await;
+    let poison = poison_ids[0].clone();
+    let ids: Vec<String> = poison_ids.into_iter().chain(other_ids).collect();
+    let mut kills = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut worker = worker(dir.path(), &redis, &db);
+        // Run until the poison job is running on this worker, or has ended.
+        let ended = loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the poison job never ended ({kills} kills)"
+            );
+            let record = store.job(&poison).await.expect("reads").expect("recorded");
+            match record.status {
+                // Attempt 3 of 2 is not run: the job ends dead at once.
+                Status::Running if record.attempts > kills && record.attempts <= 2 => break false,
+                Status::Queued | Status::Running => {}
+                _ => break true,
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        if ended {
+            let records = wait_ended(&store, &ids, Duration::from_secs(60)).await;
+            let record = &records[0];
+            assert_eq!(record.status, Status::Dead, "{record:?}");
+            assert_eq!(
+                record.error.as_ref().map(|error| error.code),
+                Some(ErrorCode::WorkerLost)
+            );
+            assert_eq!(kills, 2, "killed in each of its 2 attempts");
+            assert!(
+                records[1..]
+                    .iter()
+                    .all(|record| record.status == Status::Succeeded),
+                "the other jobs completed: {:?}",
+                records[1..]
+                    .iter()
+                    .map(|record| (record.status, record.attempts))
+                    .collect::<Vec<_>>()
+            );
+            signal(&worker, "TERM");
+            let _ = tokio::time::timeout(Duration::from_secs(40), worker.wait()).await;
+            return;
+        }
+        signal(&worker, "KILL");
+        let _ = worker.wait().await;
+        kills += 1;
+    }
 }

@@ -230,7 +230,9 @@ enum Kind {
 pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
     let started = Instant::now();
     let url = deps.client.parse_url(&job.url)?;
-    let response = deps.client.get(&url, None).await?;
+    let choice =
+        web::proxy::Choice::from_option(job.proxy.as_deref()).map_err(web::client::Error::Proxy)?;
+    let response = deps.client.get_with(&url, None, &choice).await?;
     let fetched_at = jiff::Timestamp::now().to_string();
     let label = response
         .content_type()

@@ -49,6 +49,11 @@ impl Job {
     /// localStorage) are replaced by their counts. The queue carries the job itself.
     pub fn redacted_json(&self) -> serde_json::Value {
         let mut value = serde_json::to_value(self).expect("jobs are plain data and serialise");
+        if let Job::Fetch(job) = self
+            && let Some(proxy) = &job.proxy
+        {
+            value["proxy"] = serde_json::Value::String(crate::web::proxy::redact_option(proxy));
+        }
         if let Job::Browse(job) = self
             && !job.credentials.is_empty()
         {
@@ -122,6 +127,12 @@ pub struct FetchJob {
     /// (`"auto"`).
     #[serde(default, skip_serializing_if = "Render::is_off")]
     pub render: Render,
+    /// The proxy this fetch goes through: absent, the configured ones (`[proxy]`);
+    /// `"direct"`, none; or a proxy URL of its own (`http://`, `https://`, `socks5://`,
+    /// `socks5h://`, credentials allowed and never shown), whose address is checked like any
+    /// destination's. Rendered pages go through the browser's egress, not a proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 /// Whether a page is rendered in the browser: `false`, `true` or `"auto"`.
@@ -185,6 +196,7 @@ impl FetchJob {
                 "cache_ttl is above {MAX_CACHE_TTL_SECS} s (ten years)"
             ));
         }
+        crate::web::proxy::Choice::from_option(self.proxy.as_deref())?;
         Ok(())
     }
 
@@ -197,6 +209,7 @@ impl FetchJob {
             cache_ttl: None,
             archive: false,
             render: Render::default(),
+            proxy: None,
         }
     }
 }
@@ -320,6 +333,11 @@ pub struct CrawlSpec {
     /// page looks built by JavaScript).
     #[serde(default, skip_serializing_if = "Render::is_off")]
     pub render: Render,
+    /// The proxy its pages are fetched through (as a fetch job's `proxy`: absent for the
+    /// configured ones, `"direct"`, or a proxy URL). robots.txt and sitemaps, shared by every
+    /// crawl of a site, go through the configured proxies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 fn default_max_depth() -> u32 {
@@ -349,6 +367,7 @@ impl CrawlSpec {
             extract: Format::default(),
             archive: false,
             render: Render::default(),
+            proxy: None,
         }
     }
 
@@ -370,6 +389,7 @@ impl CrawlSpec {
                 self.max_pages
             ));
         }
+        crate::web::proxy::Choice::from_option(self.proxy.as_deref())?;
         crate::crawl::UrlFilter::new(&self.include, &self.exclude)
             .map(|_| ())
             .map_err(|error| error.to_string())

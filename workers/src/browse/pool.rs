@@ -433,7 +433,7 @@ impl Pool {
             .map_err(Error::Crashed)?;
         let page = with_timeout(timeout, running.browser().new_page(params)).await?;
         apply_profile(&page, profile, timeout).await?;
-        Tab::watch(page).await
+        Tab::watch(page, timeout).await
     }
 
     fn command_timeout(&self) -> Duration {
@@ -691,7 +691,7 @@ impl Lease {
             let profile = self.profile;
             let adopt = async {
                 apply_profile(&page, profile, timeout).await?;
-                Tab::watch(page).await
+                Tab::watch(page, timeout).await
             };
             match tokio::time::timeout(Duration::from_secs(5), adopt).await {
                 Ok(Ok(tab)) => {
@@ -844,9 +844,18 @@ enum TabEvent {
 }
 
 impl Tab {
-    /// Watches the tab's requests (started, finished, failed) and its main document's
-    /// responses from now on.
-    async fn watch(page: Page) -> Result<Tab, Error> {
+    /// Watches the tab's requests (started, finished, failed), its main document's responses
+    /// and its renderer's crashes from now on. Bounded by `timeout`: chromiumoxide hands a
+    /// listener to its handler over a one-slot channel that a target stuck in its set-up never
+    /// drains, and without a bound that wait was seen to last forever (every render stalled).
+    async fn watch(page: Page, timeout: Duration) -> Result<Tab, Error> {
+        match tokio::time::timeout(timeout, Tab::listen(page)).await {
+            Ok(tab) => tab,
+            Err(_) => Err(Error::Timeout(timeout.as_secs())),
+        }
+    }
+
+    async fn listen(page: Page) -> Result<Tab, Error> {
         use chromiumoxide::cdp::browser_protocol::network::{
             EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent,
             EventResponseReceived, ResourceType,

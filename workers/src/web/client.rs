@@ -1,14 +1,16 @@
 //! The SSRF-guarded HTTP client: every hop's URL is checked before the request, every DNS
 //! answer is checked inside the resolver (so the address connected to is the address checked),
 //! redirects are followed by hand (GET) or not at all (POST, for webhooks), and bytes, time and
-//! headers are bounded.
+//! headers are bounded. Requests go through the configured outbound proxies when there are
+//! some (`web::proxy` says what the guard still checks then).
 //!
 //! Not here: what to do with the body (`web::extract`, `fetch`), nor retries (the runner and
 //! the webhook sender decide those from `Error::is_transient`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -16,7 +18,8 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::dns::{Dns, GuardedResolver, ResolveFailure};
+use super::dns::{Dns, GuardedResolver, ResolveFailure, resolve_checked};
+use super::proxy::{self, Choice, ProxyUrl, Rotation};
 use super::ssrf::{BlockReason, Policy, UrlError};
 use crate::job::ErrorCode;
 
@@ -175,6 +178,9 @@ pub enum Error {
     /// The server broke the protocol (bad status line, short body, bad compression).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A job's proxy URL is unusable; nothing was sent.
+    #[error("proxy: {0}")]
+    Proxy(String),
     /// A request header given by the caller is malformed or owned by the client; nothing was
     /// sent. A fault of the caller, not of the destination.
     #[error("request header {name:?} is invalid: {problem}")]
@@ -211,6 +217,19 @@ impl Error {
             Error::HeadersTooLarge => ErrorCode::HeadersTooLarge,
             Error::Protocol(_) => ErrorCode::ProtocolError,
             Error::InvalidHeader { .. } => ErrorCode::Internal,
+            Error::Proxy(_) => ErrorCode::InvalidUrl,
+        }
+    }
+
+    /// Names the proxy a transport failure happened through.
+    fn through(self, label: &str) -> Error {
+        match self {
+            Error::Connect(message) => Error::Connect(format!("through proxy {label}: {message}")),
+            Error::Protocol(message) => {
+                Error::Protocol(format!("through proxy {label}: {message}"))
+            }
+            Error::Tls(message) => Error::Tls(format!("through proxy {label}: {message}")),
+            other => other,
         }
     }
 
@@ -277,6 +296,7 @@ const ACCEPT_ENCODING: &str = "gzip, br, zstd, deflate";
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
+    proxies: Arc<Proxies>,
     policy: Arc<Policy>,
     config: Arc<Config>,
     /// Addresses a test dial map connects to instead of the checked ones; they are exempt from
@@ -294,6 +314,78 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// The client's proxies: the configured ones (a connection pool each) and the ones jobs
+/// brought (built on first use, a few kept).
+#[derive(Default)]
+struct Proxies {
+    configured: Vec<Proxied>,
+    rotation: Rotation,
+    /// Requests routed so far, for round-robin.
+    counter: AtomicUsize,
+    own: std::sync::Mutex<HashMap<ProxyUrl, reqwest::Client>>,
+}
+
+/// Jobs' own proxies kept built at once; beyond, the oldest set is dropped.
+const OWN_PROXIES_KEPT: usize = 16;
+
+struct Proxied {
+    label: String,
+    http: reqwest::Client,
+}
+
+/// How one request goes out.
+struct Route {
+    http: reqwest::Client,
+    /// The proxy's label, when through one.
+    proxy: Option<String>,
+    /// A configured proxy: its address is not checked after connecting.
+    trusted: bool,
+}
+
+/// Builds a reqwest client with the guard's resolver and limits, through `proxy` if given
+/// (`trusted`: a configured proxy, whose own host name is resolved without the policy).
+fn build_http(
+    config: &Config,
+    policy: &Arc<Policy>,
+    dns: &Dns,
+    proxy: Option<(&ProxyUrl, bool)>,
+) -> Result<reqwest::Client, String> {
+    let exempt = match proxy {
+        Some((url, true)) => url
+            .parse()
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_ascii_lowercase)),
+        _ => None,
+    };
+    let resolver = GuardedResolver::new(policy.clone(), dns.clone()).exempt(exempt);
+    let mut default_headers = HeaderMap::new();
+    default_headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT));
+    let accept_language = HeaderValue::from_str(&config.accept_language)
+        .map_err(|_| "http.accept_language is not a valid header value".to_owned())?;
+    default_headers.insert(header::ACCEPT_LANGUAGE, accept_language);
+    let mut builder = reqwest::Client::builder()
+        .user_agent(config.user_agent.clone())
+        .default_headers(default_headers)
+        .dns_resolver(resolver)
+        .redirect(reqwest::redirect::Policy::none())
+        // No proxy from the environment: proxies resolve names themselves, which would
+        // bypass the resolver's checks; configured ones are added below, knowingly.
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
+        .read_timeout(Duration::from_secs(config.read_timeout_secs))
+        .http1_max_headers(config.max_headers)
+        .http2_max_header_list_size(256 * 1024)
+        .pool_max_idle_per_host(16);
+    if let Some((url, _)) = proxy {
+        let proxy = reqwest::Proxy::all(url.expose())
+            .map_err(|error| format!("proxy {}: {error}", url.label()))?;
+        builder = builder.proxy(proxy);
+    }
+    builder
+        .build()
+        .map_err(|error| format!("cannot build the http client: {error}"))
+}
+
 impl Client {
     /// Builds a client with the system resolver.
     pub fn new(config: Config, policy: Policy) -> Result<Self, String> {
@@ -305,33 +397,129 @@ impl Client {
         config.validate()?;
         let policy = Arc::new(policy);
         let dial_targets = Arc::new(dns.dial_targets());
-        let resolver = GuardedResolver::new(policy.clone(), dns.clone());
-        let mut default_headers = HeaderMap::new();
-        default_headers.insert(header::ACCEPT, HeaderValue::from_static(ACCEPT));
-        let accept_language = HeaderValue::from_str(&config.accept_language)
-            .map_err(|_| "http.accept_language is not a valid header value".to_owned())?;
-        default_headers.insert(header::ACCEPT_LANGUAGE, accept_language);
-        let http = reqwest::Client::builder()
-            .user_agent(config.user_agent.clone())
-            .default_headers(default_headers)
-            .dns_resolver(resolver)
-            .redirect(reqwest::redirect::Policy::none())
-            // Proxies resolve names themselves, which would bypass the resolver's checks.
-            .no_proxy()
-            .connect_timeout(Duration::from_secs(config.connect_timeout_secs))
-            .read_timeout(Duration::from_secs(config.read_timeout_secs))
-            .http1_max_headers(config.max_headers)
-            .http2_max_header_list_size(256 * 1024)
-            .pool_max_idle_per_host(16)
-            .build()
-            .map_err(|error| format!("cannot build the http client: {error}"))?;
+        let http = build_http(&config, &policy, &dns, None)?;
         Ok(Client {
             http,
+            proxies: Arc::new(Proxies::default()),
             policy,
             config: Arc::new(config),
             dial_targets,
             dns,
         })
+    }
+
+    /// The same client, sending requests through the configured proxies (unless a request
+    /// chooses otherwise): one connection pool per proxy.
+    pub fn with_proxies(mut self, proxies: &proxy::Config) -> Result<Self, String> {
+        proxies.validate()?;
+        let configured = proxies
+            .urls
+            .iter()
+            .map(|url| {
+                Ok(Proxied {
+                    label: url.label(),
+                    http: build_http(&self.config, &self.policy, &self.dns, Some((url, true)))?,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        self.proxies = Arc::new(Proxies {
+            configured,
+            rotation: proxies.rotation,
+            ..Proxies::default()
+        });
+        Ok(self)
+    }
+
+    /// The configured proxies' labels (`scheme://host:port`), in order.
+    pub fn proxy_labels(&self) -> Vec<String> {
+        self.proxies
+            .configured
+            .iter()
+            .map(|proxied| proxied.label.clone())
+            .collect()
+    }
+
+    /// How a request to `url` goes out under `choice`.
+    fn route(&self, url: &Url, choice: &Choice) -> Result<Route, Error> {
+        let direct = || Route {
+            http: self.http.clone(),
+            proxy: None,
+            trusted: false,
+        };
+        match choice {
+            Choice::Direct => Ok(direct()),
+            Choice::Configured => {
+                let proxies = &self.proxies;
+                let counter = proxies.counter.fetch_add(1, Ordering::Relaxed);
+                let host = url.host_str().unwrap_or_default();
+                Ok(
+                    match proxy::pick(proxies.rotation, proxies.configured.len(), host, counter)
+                        .and_then(|index| proxies.configured.get(index))
+                    {
+                        Some(proxied) => Route {
+                            http: proxied.http.clone(),
+                            proxy: Some(proxied.label.clone()),
+                            trusted: true,
+                        },
+                        None => direct(),
+                    },
+                )
+            }
+            Choice::Via(proxy_url) => {
+                // A job's own proxy is a destination like any other.
+                let parsed = proxy_url.parse().map_err(Error::Proxy)?;
+                let host = parsed.host_str().unwrap_or_default();
+                if let Err(reason) = self.policy.check_host(host) {
+                    return Err(Error::Blocked {
+                        host: format!("proxy {host}"),
+                        reason,
+                    });
+                }
+                let mut own = self
+                    .proxies
+                    .own
+                    .lock()
+                    .map_err(|_| Error::Proxy("the proxy table is poisoned".to_owned()))?;
+                let http = match own.get(proxy_url) {
+                    Some(http) => http.clone(),
+                    None => {
+                        let http = build_http(
+                            &self.config,
+                            &self.policy,
+                            &self.dns,
+                            Some((proxy_url, false)),
+                        )
+                        .map_err(Error::Proxy)?;
+                        if own.len() >= OWN_PROXIES_KEPT {
+                            own.clear();
+                        }
+                        own.insert(proxy_url.clone(), http.clone());
+                        http
+                    }
+                };
+                Ok(Route {
+                    http,
+                    proxy: Some(proxy_url.label()),
+                    trusted: false,
+                })
+            }
+        }
+    }
+
+    /// Before a request through a proxy that resolves names itself: the name is resolved
+    /// here and refused when an answer is a blocked address (a failed lookup is left to the
+    /// proxy, which may see other DNS).
+    async fn check_name_for_proxy(&self, url: &Url, route: &Route) -> Result<(), Error> {
+        if route.proxy.is_none() {
+            return Ok(());
+        }
+        let Some(url::Host::Domain(host)) = url.host() else {
+            return Ok(());
+        };
+        match resolve_checked(&self.policy, &self.dns, host).await {
+            Err(ResolveFailure::Blocked { host, reason }) => Err(Error::Blocked { host, reason }),
+            Ok(_) | Err(ResolveFailure::Lookup { .. }) => Ok(()),
+        }
     }
 
     /// The name resolution the client uses (the browser's egress proxy uses the same).
@@ -376,8 +564,19 @@ impl Client {
     /// configured limit when `None`). Any status is returned; only transport and policy
     /// failures are errors.
     pub async fn get(&self, url: &Url, max_bytes: Option<u64>) -> Result<Response, Error> {
+        self.get_with(url, max_bytes, &Choice::Configured).await
+    }
+
+    /// [`Client::get`] with a job's choice of proxy (`Choice::Direct`, or its own).
+    pub async fn get_with(
+        &self,
+        url: &Url,
+        max_bytes: Option<u64>,
+        choice: &Choice,
+    ) -> Result<Response, Error> {
         let limit = max_bytes.unwrap_or(self.config.max_bytes);
-        self.within_total_timeout(self.get_inner(url, limit)).await
+        self.within_total_timeout(self.get_inner(url, limit, choice))
+            .await
     }
 
     /// POSTs `body` to `url` with `headers` added to the client's defaults (a header given here
@@ -420,14 +619,16 @@ impl Client {
         }
     }
 
-    async fn get_inner(&self, url: &Url, limit: u64) -> Result<Response, Error> {
+    async fn get_inner(&self, url: &Url, limit: u64, choice: &Choice) -> Result<Response, Error> {
         let mut current = url.clone();
         let mut hops: Vec<Url> = Vec::new();
         loop {
             self.policy.check_url(&current)?;
             hops.push(current.clone());
+            let route = self.route(&current, choice)?;
+            self.check_name_for_proxy(&current, &route).await?;
             let response = self
-                .send_checked(self.http.get(current.clone()), &current)
+                .send_checked(route.http.get(current.clone()), &current, &route)
                 .await?;
             let status = response.status().as_u16();
             if matches!(status, 301 | 302 | 303 | 307 | 308) {
@@ -456,8 +657,10 @@ impl Client {
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<Response, Error> {
-        let request = self.http.post(url.clone()).headers(headers).body(body);
-        let response = self.send_checked(request, url).await?;
+        let route = self.route(url, &Choice::Configured)?;
+        self.check_name_for_proxy(url, &route).await?;
+        let request = route.http.post(url.clone()).headers(headers).body(body);
+        let response = self.send_checked(request, url, &route).await?;
         self.finish(
             response,
             url.clone(),
@@ -491,12 +694,14 @@ impl Client {
                 });
             }
         };
-        let mut request = self.http.request(method, url.clone()).headers(headers);
+        let route = self.route(url, &Choice::Configured)?;
+        let mut request = route.http.request(method, url.clone()).headers(headers);
         if let Some(body) = body {
             request = request.body(body);
         }
         self.within_total_timeout(async {
-            let response = self.send_checked(request, url).await?;
+            self.check_name_for_proxy(url, &route).await?;
+            let response = self.send_checked(request, url, &route).await?;
             self.finish(response, url.clone(), vec![url.clone()], max_bytes)
                 .await
         })
@@ -509,12 +714,18 @@ impl Client {
         &self,
         request: reqwest::RequestBuilder,
         url: &Url,
+        route: &Route,
     ) -> Result<reqwest::Response, Error> {
-        let response = request
-            .send()
-            .await
-            .map_err(|error| self.classify(url, error))?;
+        let response = request.send().await.map_err(|error| {
+            let error = self.classify(url, error);
+            match &route.proxy {
+                Some(label) => error.through(label),
+                None => error,
+            }
+        })?;
+        // Through a configured proxy the address is the proxy's, which the operator chose.
         if let Some(addr) = response.remote_addr()
+            && !route.trusted
             && !self.dial_targets.contains(&addr.ip())
             && let Err(reason) = self.policy.check_ip(addr.ip())
         {

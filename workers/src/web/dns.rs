@@ -108,17 +108,42 @@ pub(crate) enum ResolveFailure {
 pub(crate) struct GuardedResolver {
     policy: Arc<Policy>,
     dns: Dns,
+    /// A name resolved without the policy's address checks: a configured proxy's host,
+    /// which the operator chose (cloud metadata addresses stay refused).
+    exempt: Option<String>,
 }
 
 impl GuardedResolver {
     pub(crate) fn new(policy: Arc<Policy>, dns: Dns) -> Self {
-        GuardedResolver { policy, dns }
+        GuardedResolver {
+            policy,
+            dns,
+            exempt: None,
+        }
+    }
+
+    /// Exempts `name` (lower-case) from the address checks.
+    pub(crate) fn exempt(mut self, name: Option<String>) -> Self {
+        self.exempt = name;
+        self
     }
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let policy = self.policy.clone();
+        let exempt = self.exempt.as_deref().is_some_and(|exempt| {
+            name.as_str()
+                .trim_end_matches('.')
+                .eq_ignore_ascii_case(exempt)
+        });
+        let policy = if exempt {
+            Arc::new(Policy {
+                allow_private_network: true,
+                ..(*self.policy).clone()
+            })
+        } else {
+            self.policy.clone()
+        };
         let dns = self.dns.clone();
         Box::pin(async move {
             let addresses = resolve_checked(&policy, &dns, name.as_str())

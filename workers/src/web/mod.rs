@@ -14,6 +14,7 @@ pub mod dns;
 pub mod extract;
 pub mod normalize;
 pub mod pdf;
+pub mod proxy;
 pub mod prune;
 pub mod ssrf;
 

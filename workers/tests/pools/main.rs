@@ -7,6 +7,7 @@
 mod crawl;
 mod fetch;
 mod post;
+mod proxy;
 mod snapshots;
 mod ssrf;
 mod warc;
