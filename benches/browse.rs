@@ -5,6 +5,7 @@
 //! ```text
 //! cargo bench --bench browse
 //! TRAWL_BENCH_RENDERS=300 cargo bench --bench browse      # a shorter memory run
+//! TRAWL_BENCH_MEMORY_ONLY=1 cargo bench --bench browse    # only the memory run (4.)
 //! ```
 //!
 //! 1. Cold start: `Pool::warm` (Chromium launched, CDP connected) for the first browser of the
@@ -16,9 +17,10 @@
 //!    (a checkbox), `type` (the email field) and `snapshot`, each timed on its own; p50 and
 //!    p99 per action.
 //! 4. Memory: `TRAWL_BENCH_RENDERS` (default 1,000) renders, 4 in flight, with the default
-//!    recycling (every 200 contexts or above 2,048 MB); the RSS of the browser's whole process
-//!    tree is sampled every 100 renders. Prints the samples, the largest, and its ratio to the
-//!    first sample (bounded: recycling keeps it flat).
+//!    recycling (every 200 contexts or above 2,048 MB); the memory of the browser's whole
+//!    process tree (PSS: shared pages counted once) is sampled every 100 renders. Prints the
+//!    samples, the largest, and its ratio to the first sample (bounded: recycling keeps it
+//!    flat).
 //!
 //! Needs `/usr/bin/chromium` (`apt-get install chromium`). Prints the machine first and a
 //! summary table last.
@@ -94,10 +96,20 @@ async fn renders(
                 render: Render::Flag(true),
                 ..FetchJob::new(format!("{origin}/article/{}", offset + n))
             };
-            async move { render::render(pool, &job, deps).await }
+            // Each render on its own task, as the runner runs jobs: a render future that
+            // holds the pool's lock must not wait for this loop (which samples the memory,
+            // taking that lock) to poll it again.
+            let (pool, deps) = (pool.clone(), deps.clone());
+            tokio::spawn(async move { render::render(&pool, &job, &deps).await })
         })
         .buffer_unordered(in_flight);
     while let Some(result) = stream.next().await {
+        let result = result.unwrap_or_else(|error| {
+            Err(trawl_workers::job::JobError::new(
+                trawl_workers::job::ErrorCode::Internal,
+                format!("render task failed: {error}"),
+            ))
+        });
         if let Err(error) = result {
             failures += 1;
             if failures <= 3 {
@@ -108,7 +120,14 @@ async fn renders(
         if done % 100 == 0
             && let Some(samples) = samples.as_deref_mut()
         {
-            samples.push((done, pool.memory().await));
+            let rss = pool.memory().await;
+            // As it goes: a long run shows its progress.
+            println!(
+                "after {done} renders: browser tree memory (PSS) {} MB ({:.0} s)",
+                rss / (1 << 20),
+                started.elapsed().as_secs_f64()
+            );
+            samples.push((done, rss));
         }
     }
     (started.elapsed(), failures)
@@ -117,6 +136,13 @@ async fn renders(
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    // Logs on stderr when asked (TRAWL_LOG=trawl_workers=debug), as the binary does.
+    if let Ok(filter) = std::env::var("TRAWL_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     common::print_machine();
     let fixture = FixtureServer::start().await.expect("fixture starts");
     let origin = format!("http://site.test:{}", fixture.addr().port());
@@ -157,8 +183,9 @@ async fn main() {
 
     // 2. Render throughput at the default pool size.
     let in_flight = pool.config().max_contexts;
+    let memory_only = std::env::var_os("TRAWL_BENCH_MEMORY_ONLY").is_some();
     let mut rates = Vec::new();
-    for run in 0..3 {
+    for run in 0..if memory_only { 0 } else { 3 } {
         let (elapsed, failures) =
             renders(&pool, &deps, &origin, 200, in_flight, run * 1_000, None).await;
         let rate = 200.0 / elapsed.as_secs_f64();
@@ -169,13 +196,27 @@ async fn main() {
         );
         rates.push(rate);
     }
-    let rate = median(&mut rates);
-    summary.push((
-        format!("render throughput ({in_flight} contexts, median of 3)"),
-        format!("{rate:.1} pages/s"),
-    ));
+    if !memory_only {
+        let rate = median(&mut rates);
+        summary.push((
+            format!("render throughput ({in_flight} contexts, median of 3)"),
+            format!("{rate:.1} pages/s"),
+        ));
+        actions(&pool, &origin, &mut summary).await;
+    }
 
-    // 3. Session action latency.
+    // 4. Memory over many renders.
+    memory(&pool, &deps, &origin, in_flight, &mut summary).await;
+    pool.shutdown().await;
+
+    println!("\nsummary");
+    for (name, value) in summary {
+        println!("  {name:<48} {value}");
+    }
+}
+
+/// 3. Session action latency: click, type and snapshot on the form page.
+async fn actions(pool: &Pool, origin: &str, summary: &mut Vec<(String, String)>) {
     let mut lease = pool
         .lease(Profile::Desktop, &Credentials::default(), false)
         .await
@@ -230,8 +271,16 @@ async fn main() {
             format!("{:.1} / {:.1} ms", ms(p50), ms(p99)),
         ));
     }
+}
 
-    // 4. Memory over many renders.
+/// 4. Memory over many renders.
+async fn memory(
+    pool: &Pool,
+    deps: &fetch::Deps,
+    origin: &str,
+    in_flight: usize,
+    summary: &mut Vec<(String, String)>,
+) {
     let count: u64 = std::env::var("TRAWL_BENCH_RENDERS")
         .ok()
         .and_then(|value| value.parse().ok())
@@ -239,9 +288,9 @@ async fn main() {
     let mut samples: Vec<(u64, u64)> = Vec::new();
     let before = pool.stats();
     let (elapsed, failures) = renders(
-        &pool,
-        &deps,
-        &origin,
+        pool,
+        deps,
+        origin,
         count,
         in_flight,
         10_000,
@@ -249,12 +298,6 @@ async fn main() {
     )
     .await;
     let after = pool.stats();
-    for (done, rss) in &samples {
-        println!(
-            "after {done} renders: browser tree RSS {} MB",
-            rss / (1 << 20)
-        );
-    }
     let first_rss = samples.first().map_or(1, |(_, rss)| (*rss).max(1));
     let max_rss = samples.iter().map(|(_, rss)| *rss).max().unwrap_or(0);
     println!(
@@ -263,17 +306,11 @@ async fn main() {
         after.recycles - before.recycles
     );
     summary.push((
-        format!("browser tree RSS over {count} renders, max"),
+        format!("browser tree memory (PSS) over {count} renders, max"),
         format!(
             "{} MB ({:.2}x the first sample)",
             max_rss / (1 << 20),
             max_rss as f64 / first_rss as f64
         ),
     ));
-    pool.shutdown().await;
-
-    println!("\nsummary");
-    for (name, value) in summary {
-        println!("  {name:<48} {value}");
-    }
 }

@@ -45,7 +45,7 @@ pub struct Config {
     pub slot_wait_secs: u64,
     /// The browser is restarted after this many contexts (Chromium's memory creeps up).
     pub recycle_after: u64,
-    /// The browser is restarted when its process tree uses more than this (MB of RSS).
+    /// The browser is restarted when its process tree uses more than this (MB of proportional set size, shared pages counted once).
     pub max_memory_mb: u64,
     /// Seconds Chromium may take to start.
     pub launch_timeout_secs: u64,

@@ -2,7 +2,7 @@
 //! profile and every request sent through the egress proxy; one isolated browser context per
 //! lease (a job or a session), with its tabs. Bounded: at most `max_contexts` leases at once
 //! (`browser_busy` beyond), and the browser is recycled after `recycle_after` contexts or
-//! when its process tree's RSS passes `max_memory_mb`. A browser that crashed or stopped
+//! when its process tree's memory (PSS) passes `max_memory_mb`. A browser that crashed or stopped
 //! answering its ping is replaced; the lease that saw it fail reports `browser_failed`
 //! (transient, so its job is retried).
 //!
@@ -316,12 +316,12 @@ impl Pool {
         self.inner.slots.available_permits()
     }
 
-    /// RSS of the browser's whole process tree, in bytes (0 when no browser runs).
+    /// Memory (PSS) of the browser's whole process tree, in bytes (0 when no browser runs).
     pub async fn memory(&self) -> u64 {
         let current = self.inner.current.lock().await.clone();
         current
             .and_then(|running| running.pid)
-            .map(tree_rss)
+            .map(tree_memory)
             .unwrap_or(0)
     }
 
@@ -465,7 +465,18 @@ impl Pool {
             self.inner.crashes.fetch_add(1, Ordering::Relaxed);
             *current = None;
         }
-        let running = Arc::new(self.launch().await?);
+        // Bounded as a whole, the lock held: chromiumoxide's own launch timeout covers the wait
+        // for the DevTools address, not the websocket handshake after it.
+        let limit = Duration::from_secs(self.inner.config.launch_timeout_secs + 10);
+        let running = match tokio::time::timeout(limit, self.launch()).await {
+            Ok(launched) => Arc::new(launched?),
+            Err(_) => {
+                return Err(Error::Launch {
+                    path: self.inner.config.executable.display().to_string(),
+                    message: format!("did not start within {} s", limit.as_secs()),
+                });
+            }
+        };
         self.inner.launches.fetch_add(1, Ordering::Relaxed);
         *current = Some(running.clone());
         Ok(running)
@@ -591,7 +602,7 @@ impl Pool {
         let too_big = || {
             running
                 .pid
-                .is_some_and(|pid| tree_rss(pid) > config.max_memory_mb * 1024 * 1024)
+                .is_some_and(|pid| tree_memory(pid) > config.max_memory_mb * 1024 * 1024)
         };
         if !running.is_alive() {
             self.retire(running, true).await;
@@ -1195,8 +1206,9 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Sums the resident memory of `pid` and all its descendants, from `/proc`.
-pub fn tree_rss(pid: u32) -> u64 {
+/// The memory of `pid` and all its descendants (proportional set size, see [`memory_of`]),
+/// from `/proc`.
+pub fn tree_memory(pid: u32) -> u64 {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for entry in entries.flatten() {
@@ -1224,7 +1236,7 @@ pub fn tree_rss(pid: u32) -> u64 {
     let mut stack = vec![pid];
     let started = Instant::now();
     while let Some(next) = stack.pop() {
-        total += rss_of(next);
+        total += memory_of(next);
         if let Some(kids) = children.get(&next) {
             stack.extend(kids);
         }
@@ -1235,16 +1247,20 @@ pub fn tree_rss(pid: u32) -> u64 {
     total
 }
 
-fn rss_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("VmRSS:"))
+/// The memory a process accounts for: its proportional set size (shared pages divided among
+/// the processes sharing them, so a tree's sum is its real footprint; Chromium's processes
+/// share much), else its resident set size where `smaps_rollup` is not readable.
+fn memory_of(pid: u32) -> u64 {
+    let field = |path: String, name: &str| {
+        std::fs::read_to_string(path).ok().and_then(|text| {
+            text.lines()
+                .find(|line| line.starts_with(name))
                 .and_then(|line| line.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
+    };
+    field(format!("/proc/{pid}/smaps_rollup"), "Pss:")
+        .or_else(|| field(format!("/proc/{pid}/status"), "VmRSS:"))
         .map(|kb| kb * 1024)
         .unwrap_or(0)
 }
@@ -1290,8 +1306,8 @@ mod tests {
     }
 
     #[test]
-    fn tree_rss_counts_this_process() {
-        assert!(tree_rss(std::process::id()) > 1024 * 1024);
+    fn tree_memory_counts_this_process() {
+        assert!(tree_memory(std::process::id()) > 1024 * 1024);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         .lease(Profile::Desktop, &Credentials::default(), true)
         .await
         .map_err(|error| error.to_job_error())?;
+    tracing::trace!(url = %job.url, "render: leased");
     let timeout = Duration::from_secs(config.command_timeout_secs);
     if let Err(failure) = navigate(&lease, &job.url).await {
         return Err(match failure {
@@ -38,6 +39,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
             }
         });
     }
+    tracing::trace!(url = %job.url, "render: navigated");
     let idle = lease
         .tab()
         .wait_idle(
@@ -45,6 +47,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
             Duration::from_millis(config.idle_max_ms),
         )
         .await;
+    tracing::trace!(url = %job.url, "render: idle");
     let page = lease.page();
     let snapshot = async {
         let html = match super::actions::html(page, timeout).await {
@@ -56,6 +59,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         Ok::<_, super::Error>((html, url))
     }
     .await;
+    tracing::trace!(url = %job.url, "render: snapshot taken");
     let status = evaluate(page, "navigationStatus()", timeout)
         .await
         .ok()
@@ -66,6 +70,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
     let (html, final_url) = match snapshot {
         Ok(snapshot) => {
             lease.close().await;
+            tracing::trace!(url = %job.url, "render: closed");
             snapshot
         }
         Err(error) => {
