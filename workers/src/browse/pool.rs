@@ -1206,8 +1206,9 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The memory of `pid` and all its descendants (proportional set size, see [`memory_of`]),
-/// from `/proc`.
+/// The memory of `pid` and all its descendants, from `/proc`: their proportional set size
+/// (shared pages divided among the processes sharing them), or their RSS where that is not
+/// readable.
 pub fn tree_memory(pid: u32) -> u64 {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(entries) = std::fs::read_dir("/proc") {
