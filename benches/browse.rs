@@ -31,7 +31,6 @@
 
 mod common;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,17 +39,8 @@ use trawl_workers::browse::{self, Action, Credentials, Pool, Profile, render};
 use trawl_workers::fetch;
 use trawl_workers::job::{FetchJob, Render};
 use trawl_workers::testing::FixtureServer;
-use trawl_workers::web::{self, Dns, StaticDns};
-
-fn site_dns() -> Dns {
-    let public: IpAddr = "93.184.216.34".parse().expect("ip");
-    let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
-    Dns::Static(Arc::new(
-        StaticDns::new()
-            .answer("site.test", &[public])
-            .dial(public, loopback),
-    ))
-}
+use trawl_workers::testing::browser::site_dns;
+use trawl_workers::web::{self, Dns};
 
 async fn new_pool(dns: &Dns) -> Pool {
     Pool::new(

@@ -228,41 +228,30 @@ async fn run_lane(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     let poll = Duration::from_millis(context.config.poll_interval_ms);
+    // The same worker on either engine: their storage types differ, hence a macro.
+    macro_rules! supervise_on {
+        ($storage:expr) => {{
+            let storage = $storage;
+            supervise(
+                context,
+                queue,
+                lane,
+                shutdown,
+                move |name, context, stop| {
+                    WorkerBuilder::new(name)
+                        .backend(storage.clone().poll_with_interval(poll))
+                        .concurrency(concurrency)
+                        .data(context)
+                        .build(handle)
+                        .run_until(stop)
+                },
+            )
+            .await
+        }};
+    }
     match queue.lane_storage(lane) {
-        Storage::Sqlite(storage) => {
-            supervise(
-                context,
-                queue,
-                lane,
-                shutdown,
-                move |name, context, stop| {
-                    WorkerBuilder::new(name)
-                        .backend(storage.clone().poll_with_interval(poll))
-                        .concurrency(concurrency)
-                        .data(context)
-                        .build(handle)
-                        .run_until(stop)
-                },
-            )
-            .await
-        }
-        Storage::Redis(storage) => {
-            supervise(
-                context,
-                queue,
-                lane,
-                shutdown,
-                move |name, context, stop| {
-                    WorkerBuilder::new(name)
-                        .backend(storage.clone().poll_with_interval(poll))
-                        .concurrency(concurrency)
-                        .data(context)
-                        .build(handle)
-                        .run_until(stop)
-                },
-            )
-            .await
-        }
+        Storage::Sqlite(storage) => supervise_on!(storage),
+        Storage::Redis(storage) => supervise_on!(storage),
     }
 }
 

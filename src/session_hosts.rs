@@ -41,6 +41,11 @@ fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
+/// Hosts renewed at or after this moment are live.
+fn live_since() -> i64 {
+    now_ms() - STALE_AFTER.as_millis() as i64
+}
+
 /// A host's registration, renewed in the background until [`Registration::stop`].
 #[derive(Debug)]
 pub struct Registration {
@@ -164,8 +169,7 @@ impl Remote {
     /// Opens a session (`body`: the open request as JSON) on the live host with the most
     /// free places, trying the next when one is full or does not answer.
     pub async fn open(&self, owner: &str, body: Bytes) -> Result<Forwarded, RouteError> {
-        let since = now_ms() - STALE_AFTER.as_millis() as i64;
-        let hosts = self.store.session_hosts(since).await?;
+        let hosts = self.store.session_hosts(live_since()).await?;
         let mut last = None;
         for host in &hosts {
             match self
@@ -214,8 +218,7 @@ impl Remote {
             Err(error) => {
                 // A host gone for good takes its sessions with it: close the record so the
                 // caller gets 404 from now on, not a 502 forever.
-                let since = now_ms() - STALE_AFTER.as_millis() as i64;
-                let live = self.store.session_hosts(since).await?;
+                let live = self.store.session_hosts(live_since()).await?;
                 if !live.iter().any(|live| live.url == host) {
                     self.store.close_session(id, "host_lost").await?;
                     return Err(RouteError::Unreachable(format!(

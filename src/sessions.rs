@@ -248,23 +248,21 @@ impl Sessions {
     /// Sessions on `pool`, recorded in `store`. Starts nothing: call
     /// [`Sessions::expire_idle`] periodically (`spawn_sweeper` does).
     pub fn new(pool: Pool, store: Store, config: Config) -> Arc<Sessions> {
-        Arc::new(Sessions {
-            pool,
-            store,
-            config,
-            host: None,
-            live: std::sync::Mutex::new(HashMap::new()),
-        })
+        Sessions::with_host(pool, store, config, None)
     }
 
     /// Sessions a worker hosts for API processes elsewhere: each is recorded as living at
     /// `host_url`, so any API process on the same store routes its actions here.
     pub fn hosted(pool: Pool, store: Store, config: Config, host_url: String) -> Arc<Sessions> {
+        Sessions::with_host(pool, store, config, Some(host_url))
+    }
+
+    fn with_host(pool: Pool, store: Store, config: Config, host: Option<String>) -> Arc<Sessions> {
         Arc::new(Sessions {
             pool,
             store,
             config,
-            host: Some(host_url),
+            host,
             live: std::sync::Mutex::new(HashMap::new()),
         })
     }

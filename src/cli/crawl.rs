@@ -100,13 +100,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
-    if !args.proxy.is_empty() {
-        config.proxy.urls = args
-            .proxy
-            .iter()
-            .map(trawl_workers::web::proxy::ProxyUrl::new)
-            .collect();
-    }
+    super::use_proxies(&mut config, &args.proxy);
     config.validate()?;
     let spec = CrawlSpec {
         scope: args.scope.into(),

@@ -119,6 +119,16 @@ fn url_line(line: &str) -> Option<&str> {
 
 /// Opens the store the configuration names: the database at `database_url` (or
 /// `DATABASE_URL`) when set, else the SQLite file in the data directory.
+/// `--proxy URL` (repeatable) of `run` and `crawl`: replaces `proxy.urls` when given.
+fn use_proxies(config: &mut Config, urls: &[String]) {
+    if !urls.is_empty() {
+        config.proxy.urls = urls
+            .iter()
+            .map(trawl_workers::web::proxy::ProxyUrl::new)
+            .collect();
+    }
+}
+
 async fn open_store(config: &Config) -> anyhow::Result<crate::store::Store> {
     use anyhow::Context as _;
     match &config.database_url {

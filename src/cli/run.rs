@@ -228,13 +228,7 @@ fn apply_flags(config: &mut Config, args: &Args) {
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
-    if !args.proxy.is_empty() {
-        config.proxy.urls = args
-            .proxy
-            .iter()
-            .map(trawl_workers::web::proxy::ProxyUrl::new)
-            .collect();
-    }
+    super::use_proxies(config, &args.proxy);
     config
         .ssrf
         .allow_hosts

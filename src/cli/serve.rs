@@ -21,7 +21,8 @@ pub struct Args {
     /// address needs api.tokens.
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<String>,
-    /// Run the API only, no worker pools (jobs wait for workers elsewhere).
+    /// Run the API only, no worker pools (jobs wait for workers elsewhere; agent sessions go
+    /// to the `trawl work` session hosts when sessions.worker_token is set).
     #[arg(long)]
     pub no_pools: bool,
     /// Fetches at once in the local pool [config: runner.concurrency].

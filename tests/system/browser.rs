@@ -6,7 +6,6 @@
 //! and busy tests start their own.
 
 use std::future::Future;
-use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -14,8 +13,8 @@ use trawl_workers::browse::pool::{CookieSpec, Credentials};
 use trawl_workers::browse::{self, Action, Pool, Profile, render};
 use trawl_workers::job::{BrowseJob, BrowseResult, ErrorCode, Extractor, FetchJob, Job, Render};
 use trawl_workers::testing::FixtureServer;
-use trawl_workers::testing::browser::JS_BUILT_TEXT;
-use trawl_workers::web::{self, Dns, StaticDns};
+use trawl_workers::testing::browser::{JS_BUILT_TEXT, site_dns};
+use trawl_workers::web::{self, Dns};
 
 struct Shared {
     fixture: FixtureServer,
@@ -57,16 +56,6 @@ fn shared() -> &'static Shared {
             Shared { fixture, dns, pool }
         })
     })
-}
-
-fn site_dns() -> Dns {
-    let public: IpAddr = "93.184.216.34".parse().expect("ip");
-    let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
-    Dns::Static(Arc::new(
-        StaticDns::new()
-            .answer("site.test", &[public])
-            .dial(public, loopback),
-    ))
 }
 
 async fn new_pool(config: browse::Config, dns: &Dns) -> Pool {
@@ -915,70 +904,124 @@ fn sessions_are_bounded_and_idle_ones_expire() {
     });
 }
 
+/// Two bearer tokens an API test serves, for ownership checks.
+const TOKEN_A: &str = "token-a-0123456789abcdef";
+const TOKEN_B: &str = "token-b-0123456789abcdef";
+
+/// A runner context and a queue on a temporary store in `dir`, as `trawl serve` has them.
+async fn api_parts(
+    dir: &std::path::Path,
+    store: &trawl::store::Store,
+) -> (Arc<trawl::runner::Context>, trawl::queue::Queue) {
+    let context = Arc::new(trawl::runner::Context::new(
+        store.clone(),
+        fetch_deps(),
+        trawl::runner::Config::default(),
+    ));
+    let queue = trawl::queue::Queue::open(
+        &dir.join("queue.sqlite"),
+        "sessions-test",
+        trawl::runner::Config::default().queue_settings(),
+    )
+    .await
+    .expect("queue");
+    (context, queue)
+}
+
+/// The API over `context` and `queue`, accepting [`TOKEN_A`] and [`TOKEN_B`], with sessions
+/// in this process or routed to session hosts.
+fn api_router(
+    context: Arc<trawl::runner::Context>,
+    queue: trawl::queue::Queue,
+    sessions: Option<Arc<trawl::sessions::Sessions>>,
+    remote_sessions: Option<Arc<trawl::session_hosts::Remote>>,
+) -> axum::Router {
+    trawl::api::router(trawl::api::AppState {
+        context,
+        queue,
+        config: Arc::new(trawl::api::Config {
+            tokens: vec![
+                trawl::config::Secret::new(TOKEN_A),
+                trawl::config::Secret::new(TOKEN_B),
+            ],
+            ..trawl::api::Config::default()
+        }),
+        archive: None,
+        sessions,
+        remote_sessions,
+    })
+}
+
+/// Sends one JSON request through `router` as `token`; the future answers the status and body.
+fn api_call(
+    router: &axum::Router,
+    method: &str,
+    uri: String,
+    token: &str,
+    body: Option<String>,
+) -> impl Future<Output = (u16, Vec<u8>)> + use<> {
+    use tower::ServiceExt as _;
+    let router = router.clone();
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .extension(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+            [127, 0, 0, 1],
+            9,
+        ))))
+        .body(axum::body::Body::from(body.unwrap_or_default()))
+        .expect("request");
+    async move {
+        let response = router.oneshot(request).await.expect("responds");
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
+            .await
+            .expect("body");
+        (status, bytes.to_vec())
+    }
+}
+
+fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).expect("json body")
+}
+
+/// Sends `goto` to the fixture page at `path` in session `id` through the API; returns the
+/// action's JSON and the number of the preview it left.
+async fn api_goto(router: &axum::Router, token: &str, id: &str, path: &str) -> (String, u64) {
+    let goto = format!(r#"{{"action": "goto", "url": "{}"}}"#, site(path));
+    let (status, body) = api_call(
+        router,
+        "POST",
+        format!("/v1/sessions/{id}/actions"),
+        token,
+        Some(goto.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let steps = json(&body);
+    assert_eq!(steps["steps"][0]["ok"], true, "{steps}");
+    let preview = steps["steps"][0]["preview"].as_u64().expect("a preview");
+    (goto, preview)
+}
+
 #[test]
 fn the_session_api_belongs_to_the_token_that_opened_it() {
     run(async {
-        use tower::ServiceExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let store = temp_store(dir.path()).await;
-        let context = Arc::new(trawl::runner::Context::new(
-            store.clone(),
-            fetch_deps(),
-            trawl::runner::Config::default(),
-        ));
-        let queue = trawl::queue::Queue::open(
-            &dir.path().join("queue.sqlite"),
-            "sessions-test",
-            trawl::runner::Config::default().queue_settings(),
-        )
-        .await
-        .expect("queue");
+        let (context, queue) = api_parts(dir.path(), &store).await;
         let sessions = trawl::sessions::Sessions::new(
             shared().pool.clone(),
             store,
             trawl::sessions::Config::default(),
         );
-        let token_a = "token-a-0123456789abcdef";
-        let token_b = "token-b-0123456789abcdef";
-        let router = trawl::api::router(trawl::api::AppState {
-            context,
-            queue,
-            config: Arc::new(trawl::api::Config {
-                tokens: vec![
-                    trawl::config::Secret::new(token_a),
-                    trawl::config::Secret::new(token_b),
-                ],
-                ..trawl::api::Config::default()
-            }),
-            archive: None,
-            sessions: Some(sessions),
-            remote_sessions: None,
-        });
+        let router = api_router(context, queue, Some(sessions), None);
         let call = |method: &str, uri: String, token: &str, body: Option<String>| {
-            let router = router.clone();
-            let request = axum::http::Request::builder()
-                .method(method)
-                .uri(uri)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .extension(axum::extract::ConnectInfo(std::net::SocketAddr::from((
-                    [127, 0, 0, 1],
-                    9,
-                ))))
-                .body(axum::body::Body::from(body.unwrap_or_default()))
-                .expect("request");
-            async move {
-                let response = router.oneshot(request).await.expect("responds");
-                let status = response.status().as_u16();
-                let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
-                    .await
-                    .expect("body");
-                (status, bytes.to_vec())
-            }
+            api_call(&router, method, uri, token, body)
         };
-        let json = |bytes: &[u8]| -> serde_json::Value {
-            serde_json::from_slice(bytes).expect("json body")
-        };
+        let (token_a, token_b) = (TOKEN_A, TOKEN_B);
         let (status, body) = call(
             "POST",
             "/v1/sessions".to_owned(),
@@ -988,21 +1031,7 @@ fn the_session_api_belongs_to_the_token_that_opened_it() {
         .await;
         assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
         let id = json(&body)["id"].as_str().expect("id").to_owned();
-        let goto = format!(
-            r#"{{"action": "goto", "url": "{}"}}"#,
-            site("/browser/shadow")
-        );
-        let (status, body) = call(
-            "POST",
-            format!("/v1/sessions/{id}/actions"),
-            token_a,
-            Some(goto.clone()),
-        )
-        .await;
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-        let steps = json(&body);
-        assert_eq!(steps["steps"][0]["ok"], true, "{steps}");
-        let preview = steps["steps"][0]["preview"].as_u64().expect("a preview");
+        let (goto, preview) = api_goto(&router, token_a, &id, "/browser/shadow").await;
         let (status, body) = call(
             "POST",
             format!("/v1/sessions/{id}/actions"),
@@ -1220,21 +1249,9 @@ fn a_worker_without_a_browser_leaves_render_jobs_queued_for_one_that_has_it() {
 #[test]
 fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
     run(async {
-        use tower::ServiceExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let store = temp_store(dir.path()).await;
-        let context = Arc::new(trawl::runner::Context::new(
-            store.clone(),
-            fetch_deps(),
-            trawl::runner::Config::default(),
-        ));
-        let queue = trawl::queue::Queue::open(
-            &dir.path().join("queue.sqlite"),
-            "session-hosts-test",
-            trawl::runner::Config::default().queue_settings(),
-        )
-        .await
-        .expect("queue");
+        let (context, queue) = api_parts(dir.path(), &store).await;
         let worker_token = trawl::config::Secret::new("worker-token-0123456789");
         // The session host: what `trawl work --pools fetch=1,browse=N` with sessions.listen
         // runs, on a real loopback port.
@@ -1268,46 +1285,13 @@ fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
         .await
         .expect("registers");
         // The API: no browser, sessions routed through the store's registry.
-        let token_a = "token-a-0123456789abcdef";
-        let token_b = "token-b-0123456789abcdef";
-        let router = trawl::api::router(trawl::api::AppState {
-            context,
-            queue,
-            config: Arc::new(trawl::api::Config {
-                tokens: vec![
-                    trawl::config::Secret::new(token_a),
-                    trawl::config::Secret::new(token_b),
-                ],
-                ..trawl::api::Config::default()
-            }),
-            archive: None,
-            sessions: None,
-            remote_sessions: Some(Arc::new(
-                trawl::session_hosts::Remote::new(store.clone(), worker_token.clone())
-                    .expect("remote"),
-            )),
-        });
+        let remote =
+            trawl::session_hosts::Remote::new(store.clone(), worker_token.clone()).expect("remote");
+        let router = api_router(context, queue, None, Some(Arc::new(remote)));
         let call = |method: &str, uri: String, token: &str, body: Option<String>| {
-            let router = router.clone();
-            let request = axum::http::Request::builder()
-                .method(method)
-                .uri(uri)
-                .header("authorization", format!("Bearer {token}"))
-                .header("content-type", "application/json")
-                .body(axum::body::Body::from(body.unwrap_or_default()))
-                .expect("request");
-            async move {
-                let response = router.oneshot(request).await.expect("responds");
-                let status = response.status().as_u16();
-                let bytes = axum::body::to_bytes(response.into_body(), 64 << 20)
-                    .await
-                    .expect("body");
-                (status, bytes.to_vec())
-            }
+            api_call(&router, method, uri, token, body)
         };
-        let json = |bytes: &[u8]| -> serde_json::Value {
-            serde_json::from_slice(bytes).expect("json body")
-        };
+        let (token_a, token_b) = (TOKEN_A, TOKEN_B);
         let open = r#"{"profile": "desktop", "credentials": {"headers": {"X-Secret": "s3cret"}}}"#;
         let (status, body) = call(
             "POST",
@@ -1322,21 +1306,7 @@ fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
         let record = store.session(&id).await.expect("reads").expect("recorded");
         assert_eq!(record.host.as_deref(), Some(host_url.as_str()));
 
-        let goto = format!(
-            r#"{{"action": "goto", "url": "{}"}}"#,
-            site("/browser/form")
-        );
-        let (status, body) = call(
-            "POST",
-            format!("/v1/sessions/{id}/actions"),
-            token_a,
-            Some(goto.clone()),
-        )
-        .await;
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-        let steps = json(&body);
-        assert_eq!(steps["steps"][0]["ok"], true, "{steps}");
-        let preview = steps["steps"][0]["preview"].as_u64().expect("a preview");
+        let (goto, preview) = api_goto(&router, token_a, &id, "/browser/form").await;
         let (status, jpeg) = call(
             "GET",
             format!("/v1/sessions/{id}/previews/{preview}"),

@@ -358,6 +358,26 @@ async fn sigterm_during_a_batch_exits_in_bounded_time_and_releases_the_rest() {
     let _ = second.wait().await;
 }
 
+/// Asserts that the jobs besides the faulty one all succeeded: the pool went on.
+fn assert_all_succeeded(records: &[trawl::store::JobRecord]) {
+    assert!(
+        records
+            .iter()
+            .all(|record| record.status == Status::Succeeded),
+        "the other jobs completed: {:?}",
+        records
+            .iter()
+            .map(|record| (record.status, record.attempts))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Stops a worker gracefully (SIGTERM) and waits for it, within its shutdown grace.
+async fn stop(mut worker: tokio::process::Child) {
+    signal(&worker, "TERM");
+    let _ = tokio::time::timeout(Duration::from_secs(40), worker.wait()).await;
+}
+
 /// Waits until every job of the batch has ended; returns the job records.
 async fn wait_ended(
     store: &Store,
@@ -402,7 +422,7 @@ async fn a_job_whose_work_outlives_its_timeout_is_retried_then_dead_and_the_rest
         .chain((0..20).map(|n| server.url(&format!("/site/{n}"))));
     let (_, ids) = submit(&store, &queue, urls, 2).await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut worker = worker_with(
+    let worker = worker_with(
         dir.path(),
         &redis,
         &db,
@@ -422,14 +442,8 @@ async fn a_job_whose_work_outlives_its_timeout_is_retried_then_dead_and_the_rest
         "{}",
         error.message
     );
-    assert!(
-        records[1..]
-            .iter()
-            .all(|record| record.status == Status::Succeeded),
-        "the pool went on"
-    );
-    signal(&worker, "TERM");
-    let _ = tokio::time::timeout(Duration::from_secs(40), worker.wait()).await;
+    assert_all_succeeded(&records[1..]);
+    stop(worker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -482,18 +496,8 @@ async fn a_job_that_kills_its_worker_every_time_ends_dead_and_the_rest_complete(
                 Some(ErrorCode::WorkerLost)
             );
             assert_eq!(kills, 2, "killed in each of its 2 attempts");
-            assert!(
-                records[1..]
-                    .iter()
-                    .all(|record| record.status == Status::Succeeded),
-                "the other jobs completed: {:?}",
-                records[1..]
-                    .iter()
-                    .map(|record| (record.status, record.attempts))
-                    .collect::<Vec<_>>()
-            );
-            signal(&worker, "TERM");
-            let _ = tokio::time::timeout(Duration::from_secs(40), worker.wait()).await;
+            assert_all_succeeded(&records[1..]);
+            stop(worker).await;
             return;
         }
         signal(&worker, "KILL");

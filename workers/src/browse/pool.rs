@@ -856,9 +856,9 @@ enum TabEvent {
 
 impl Tab {
     /// Watches the tab's requests (started, finished, failed), its main document's responses
-    /// and its renderer's crashes from now on. Bounded by `timeout`: chromiumoxide hands a
-    /// listener to its handler over a one-slot channel that a target stuck in its set-up never
-    /// drains, and without a bound that wait was seen to last forever (every render stalled).
+    /// and its renderer's crashes from now on. Bounded by `timeout`, like every other call into
+    /// chromiumoxide here: it hands each listener to its handler over a one-slot channel that a
+    /// target stuck in its set-up would never drain.
     async fn watch(page: Page, timeout: Duration) -> Result<Tab, Error> {
         match tokio::time::timeout(timeout, Tab::listen(page)).await {
             Ok(tab) => tab,

@@ -3,6 +3,19 @@
 //! to reach private addresses (a navigation, subresources). The article data the scripts
 //! fetch is served at `/browser/api/article` and `/browser/api/items?page=N`.
 
+/// Name resolution for browser tests and benchmarks: `site.test` is a public address that is
+/// dialled on loopback, so the egress proxy runs the default policy (loopback refused) and
+/// still reaches the fixture as `http://site.test:PORT`.
+pub fn site_dns() -> crate::web::Dns {
+    let public = std::net::IpAddr::from([93, 184, 216, 34]);
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+    crate::web::Dns::Static(std::sync::Arc::new(
+        crate::web::StaticDns::new()
+            .answer("site.test", &[public])
+            .dial(public, loopback),
+    ))
+}
+
 /// The paragraph the JavaScript-built page renders (absent from its HTML).
 pub const JS_BUILT_TEXT: &str =
     "The harbour pilots of Valmora rowed out before dawn to meet every ship";

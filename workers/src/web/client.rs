@@ -448,6 +448,7 @@ impl Client {
         };
         match choice {
             Choice::Direct => Ok(direct()),
+            Choice::Configured if self.proxies.configured.is_empty() => Ok(direct()),
             Choice::Configured => {
                 let proxies = &self.proxies;
                 let counter = proxies.counter.fetch_add(1, Ordering::Relaxed);

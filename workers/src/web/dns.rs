@@ -108,9 +108,9 @@ pub(crate) enum ResolveFailure {
 pub(crate) struct GuardedResolver {
     policy: Arc<Policy>,
     dns: Dns,
-    /// A name resolved without the policy's address checks: a configured proxy's host,
-    /// which the operator chose (cloud metadata addresses stay refused).
-    exempt: Option<String>,
+    /// A name resolved under a policy that allows private networks: a configured proxy's
+    /// host, which the operator chose (cloud metadata addresses stay refused).
+    exempt: Option<(String, Arc<Policy>)>,
 }
 
 impl GuardedResolver {
@@ -122,27 +122,29 @@ impl GuardedResolver {
         }
     }
 
-    /// Exempts `name` (lower-case) from the address checks.
+    /// Lets `name` (lower-case) resolve to private addresses.
     pub(crate) fn exempt(mut self, name: Option<String>) -> Self {
-        self.exempt = name;
+        let open = Arc::new(Policy {
+            allow_private_network: true,
+            ..(*self.policy).clone()
+        });
+        self.exempt = name.map(|name| (name, open));
         self
     }
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let exempt = self.exempt.as_deref().is_some_and(|exempt| {
-            name.as_str()
-                .trim_end_matches('.')
-                .eq_ignore_ascii_case(exempt)
-        });
-        let policy = if exempt {
-            Arc::new(Policy {
-                allow_private_network: true,
-                ..(*self.policy).clone()
-            })
-        } else {
-            self.policy.clone()
+        let policy = match &self.exempt {
+            Some((exempt, open))
+                if name
+                    .as_str()
+                    .trim_end_matches('.')
+                    .eq_ignore_ascii_case(exempt) =>
+            {
+                open.clone()
+            }
+            _ => self.policy.clone(),
         };
         let dns = self.dns.clone();
         Box::pin(async move {
