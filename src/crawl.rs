@@ -18,13 +18,14 @@
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lru::LruCache;
 use trawl_workers::crawl::politeness::{self, HostGate, host_key};
+use trawl_workers::crawl::robots::Access;
 use trawl_workers::crawl::sitemap::{SitemapLimits, parse_sitemap, sitemap_candidates};
 use trawl_workers::crawl::{Robots, UrlFilter, crawl_key, robots_url};
-use trawl_workers::job::{CrawlSpec, FetchJob, Job};
+use trawl_workers::job::{CrawlSpec, ErrorCode, FetchJob, Job, JobError};
 use url::Url;
 
 use crate::queue::{CrawlRef, Envelope, Queue};
@@ -52,8 +53,28 @@ pub struct Crawls {
     /// The politeness shared by every process on one Redis (distributed mode); when set, it
     /// is used instead of `gate`.
     shared_gate: Option<SharedGate>,
-    robots: Mutex<LruCache<String, (Arc<Robots>, Instant)>>,
+    /// robots.txt per origin. Each origin's slot is an async lock held while its file is
+    /// fetched, so pages of one host waiting for it cause one request, not one each.
+    robots: Mutex<LruCache<String, Arc<tokio::sync::Mutex<Option<RobotsEntry>>>>>,
+    /// How long a page waits for a robots.txt that cannot be fetched.
+    robots_wait: Duration,
     plans: Mutex<LruCache<String, Arc<Plan>>>,
+}
+
+/// An origin's robots.txt as this process last fetched it.
+#[derive(Debug)]
+struct RobotsEntry {
+    robots: Arc<Robots>,
+    /// Until when it may be used: its max age, or, while unreachable, the next retry.
+    valid_until: Instant,
+    /// Fetches in a row that found it unreachable.
+    failures: u32,
+}
+
+/// The pause before asking again for a robots.txt found unreachable `failures` times in a
+/// row: 1 s, doubling, at most 60 s.
+fn robots_retry_pause(failures: u32) -> Duration {
+    Duration::from_secs(1_u64 << failures.min(6)).min(Duration::from_secs(60))
 }
 
 impl std::fmt::Debug for Crawls {
@@ -111,6 +132,7 @@ impl Crawls {
             robots: Mutex::new(LruCache::new(
                 NonZeroUsize::new(ROBOTS_CACHE).unwrap_or(NonZeroUsize::MIN),
             )),
+            robots_wait: Duration::from_secs(config.robots_wait_secs),
             plans: Mutex::new(LruCache::new(
                 NonZeroUsize::new(PLAN_CACHE).unwrap_or(NonZeroUsize::MIN),
             )),
@@ -161,48 +183,120 @@ impl Crawls {
         Ok(Some(plan))
     }
 
-    /// robots.txt of `url`'s origin: remembered for its max age, else fetched through the
-    /// guarded client (a failure is interpreted per RFC 9309 by `Robots::from_fetch`).
+    /// robots.txt of `url`'s origin: remembered for its max age (an unreachable one until the
+    /// next retry: 1 s doubling to 60 s), else fetched through the guarded client (a failure
+    /// is interpreted per RFC 9309 by `Robots::from_fetch`).
     pub async fn robots(&self, client: &trawl_workers::web::Client, url: &Url) -> Arc<Robots> {
-        let origin = url.origin().ascii_serialization();
-        if let Ok(mut cache) = self.robots.lock()
-            && let Some((robots, fetched)) = cache.get(&origin)
-            && fetched.elapsed() < robots.max_age()
-        {
-            return robots.clone();
-        }
-        let fetched = client.get(&robots_url(url), None).await;
-        let robots = Arc::new(Robots::from_fetch(&fetched));
-        if let Ok(mut cache) = self.robots.lock() {
-            cache.put(origin, (robots.clone(), Instant::now()));
-        }
-        robots
+        self.robots_until(client, url).await.0
     }
 
-    /// Waits for the politeness gate of `url`'s host (with its robots.txt Crawl-delay when
-    /// the crawl obeys robots.txt). Hold the permit while fetching.
-    pub async fn wait_turn(
+    /// [`Crawls::robots`] and until when the answer holds.
+    async fn robots_until(
         &self,
         client: &trawl_workers::web::Client,
-        plan: &Plan,
         url: &Url,
-    ) -> Turn {
-        let delay = if plan.spec.robots {
-            self.robots(client, url).await.crawl_delay()
-        } else {
-            None
+    ) -> (Arc<Robots>, Instant) {
+        let origin = url.origin().ascii_serialization();
+        let slot = match self.robots.lock() {
+            Ok(mut cache) => cache
+                .get_or_insert(origin, || Arc::new(tokio::sync::Mutex::new(None)))
+                .clone(),
+            // A poisoned cache: fetch without remembering.
+            Err(_) => Arc::new(tokio::sync::Mutex::new(None)),
         };
+        let mut entry = slot.lock().await;
+        if let Some(known) = entry.as_ref()
+            && Instant::now() < known.valid_until
+        {
+            return (known.robots.clone(), known.valid_until);
+        }
+        // The client's body limit, not `FETCH_MAX_BYTES`: a larger file is still read (its
+        // first 500 KiB are parsed) rather than taken for unreachable.
+        let fetched = client.get(&robots_url(url), None).await;
+        let robots = Arc::new(Robots::from_fetch(&fetched));
+        let failures = match robots.access() {
+            Access::Unreachable => entry.as_ref().map_or(0, |known| known.failures) + 1,
+            Access::Parsed | Access::Unavailable => 0,
+        };
+        let valid_until = Instant::now()
+            + match robots.access() {
+                Access::Unreachable => robots_retry_pause(failures - 1),
+                Access::Parsed | Access::Unavailable => robots.max_age(),
+            };
+        *entry = Some(RobotsEntry {
+            robots: robots.clone(),
+            valid_until,
+            failures,
+        });
+        (robots, valid_until)
+    }
+
+    /// Decides whether a crawl page may be fetched now by its host's robots.txt, which is read
+    /// again here (it may have changed, or could not be fetched when the link was found).
+    /// While robots.txt cannot be fetched, waits and asks again, up to
+    /// `politeness.robots_wait_secs`. Returns the Crawl-delay to keep, or the page's error:
+    /// `robots_disallowed` or `robots_unreachable`.
+    pub async fn admit(
+        &self,
+        client: &trawl_workers::web::Client,
+        url: &Url,
+    ) -> Result<Option<Duration>, JobError> {
+        let deadline = Instant::now() + self.robots_wait;
+        loop {
+            let (robots, valid_until) = self.robots_until(client, url).await;
+            match robots.access() {
+                Access::Unreachable => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        let mut error = JobError::new(
+                            ErrorCode::RobotsUnreachable,
+                            format!(
+                                "robots.txt of {} could not be fetched for {} s \
+                                 (politeness.robots_wait_secs); the page was not fetched",
+                                url.origin().ascii_serialization(),
+                                self.robots_wait.as_secs()
+                            ),
+                        );
+                        error.evidence = Some(robots_url(url).to_string());
+                        return Err(error);
+                    }
+                    tracing::debug!(
+                        origin = %url.origin().ascii_serialization(),
+                        "robots.txt unreachable; waiting to ask again"
+                    );
+                    tokio::time::sleep(valid_until.min(deadline).saturating_duration_since(now))
+                        .await;
+                }
+                Access::Parsed | Access::Unavailable if !robots.allowed(url) => {
+                    let mut error = JobError::new(
+                        ErrorCode::RobotsDisallowed,
+                        "robots.txt disallows this page",
+                    );
+                    error.evidence = Some(robots_url(url).to_string());
+                    return Err(error);
+                }
+                Access::Parsed | Access::Unavailable => return Ok(robots.crawl_delay()),
+            }
+        }
+    }
+
+    /// Waits for the politeness gate of `url`'s host, keeping at least `crawl_delay` (robots.txt
+    /// Crawl-delay, when the crawl obeys it) between starts. Hold the turn while fetching.
+    pub async fn wait_turn(&self, url: &Url, crawl_delay: Option<Duration>) -> Turn {
         let host = host_key(url);
         match &self.shared_gate {
-            Some(shared) => match shared.acquire(&host, self.gate.delay_for(delay)).await {
+            Some(shared) => match shared
+                .acquire(&host, self.gate.delay_for(crawl_delay))
+                .await
+            {
                 Ok(turn) => turn,
                 Err(error) => {
                     // Redis unreachable: fall back to this process's gate rather than stall.
                     tracing::warn!(error = %error, "shared politeness unavailable; using this process's");
-                    Turn::Local(self.gate.acquire_with_delay(&host, delay).await)
+                    Turn::Local(self.gate.acquire_with_delay(&host, crawl_delay).await)
                 }
             },
-            None => Turn::Local(self.gate.acquire_with_delay(&host, delay).await),
+            None => Turn::Local(self.gate.acquire_with_delay(&host, crawl_delay).await),
         }
     }
 }
@@ -467,15 +561,14 @@ pub async fn follow(
             counters.skipped_scope += 1;
             continue;
         }
-        if plan.spec.robots
-            && !context
-                .crawls
-                .robots(&context.fetch.client, &url)
-                .await
-                .allowed(&url)
-        {
-            counters.skipped_robots += 1;
-            continue;
+        // A host whose robots.txt cannot be fetched now is not decided here: its pages are
+        // queued and wait for it when their turn comes (`Crawls::admit`).
+        if plan.spec.robots {
+            let robots = context.crawls.robots(&context.fetch.client, &url).await;
+            if robots.access() != Access::Unreachable && !robots.allowed(&url) {
+                counters.skipped_robots += 1;
+                continue;
+            }
         }
         wanted.push((url, depth));
     }

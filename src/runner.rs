@@ -467,7 +467,8 @@ async fn run_fetch(
     };
     if let Some(hit) = fresh_page(context, job, &url, &options_hash).await? {
         if let Some((plan, depth)) = &crawl
-            && let Some(duplicate) = follow_links(context, plan, *depth, &hit.page.info).await?
+            && let Some(duplicate) =
+                follow_links(context, plan, *depth, &url, &hit.page.info).await?
         {
             return Ok(Err(duplicate));
         }
@@ -485,13 +486,20 @@ async fn run_fetch(
             .finish_attempt(job_id, attempt, &outcome)
             .await?));
     }
+    // A crawl page asks robots.txt again (waiting while it cannot be fetched), then waits
+    // for its host's turn.
     let permit = match &crawl {
-        Some((plan, _)) => Some(
-            context
-                .crawls
-                .wait_turn(&context.fetch.client, plan, &url)
-                .await,
-        ),
+        Some((plan, _)) => {
+            let crawl_delay = if plan.spec.robots {
+                match context.crawls.admit(&context.fetch.client, &url).await {
+                    Ok(delay) => delay,
+                    Err(error) => return Ok(Err(error)),
+                }
+            } else {
+                None
+            };
+            Some(context.crawls.wait_turn(&url, crawl_delay).await)
+        }
         None => None,
     };
     let fetched = within_job_timeout(context, fetch_or_render(context, job)).await;
@@ -501,7 +509,7 @@ async fn run_fetch(
         Err(error) => return Ok(Err(error)),
     };
     if let Some((plan, depth)) = &crawl
-        && let Some(duplicate) = follow_links(context, plan, *depth, &fetched.info).await?
+        && let Some(duplicate) = follow_links(context, plan, *depth, &url, &fetched.info).await?
     {
         return Ok(Err(duplicate));
     }
@@ -630,14 +638,15 @@ async fn run_browse(
     }
 }
 
-/// A crawl's page was fetched (or found fresh in the cache): records its final and canonical
-/// URLs as seen (a page whose canonical URL the crawl already has is a duplicate: returned as
-/// the job's error, and not stored), then queues its links (one level deeper) before the
-/// page's job ends.
+/// A crawl's page (requested as `url`) was fetched (or found fresh in the cache): records its
+/// final and canonical URLs as seen (a page whose canonical URL, or whose redirect target, the
+/// crawl already has is a duplicate: returned as the job's error, and not stored), then queues
+/// its links (one level deeper) before the page's job ends.
 async fn follow_links(
     context: &Context,
     plan: &crate::crawl::Plan,
     depth: u32,
+    url: &url::Url,
     info: &fetch::PageInfo,
 ) -> Result<Option<JobError>, store::Error> {
     let Some(queue) = &context.queue else {
@@ -660,9 +669,27 @@ async fn follow_links(
         .filter(|canonical| Some(canonical) != final_key.as_ref());
     let keys: Vec<String> = final_key.iter().chain(&canonical_key).cloned().collect();
     let new = context.store.add_crawl_urls(&plan.id, &keys).await?;
-    if let (Some(canonical_key), Some(canonical)) = (&canonical_key, &canonical)
-        && !new.contains(canonical_key)
-    {
+    // A redirect whose target the crawl already has (another link to it, another redirect)
+    // is that page again.
+    let redirected_to_known = match (&final_key, &final_url) {
+        (Some(final_key), Some(final_url))
+            if *final_key != key(url) && !new.contains(final_key) =>
+        {
+            Some((
+                final_url,
+                "the redirect's target is a page this crawl already has",
+            ))
+        }
+        _ => None,
+    };
+    let known_canonical = match (&canonical_key, &canonical) {
+        (Some(canonical_key), Some(canonical)) if !new.contains(canonical_key) => Some((
+            canonical,
+            "the page's canonical URL is a page this crawl already has",
+        )),
+        _ => None,
+    };
+    if let Some((evidence, message)) = redirected_to_known.or(known_canonical) {
         context
             .store
             .count_crawl(
@@ -673,11 +700,8 @@ async fn follow_links(
                 },
             )
             .await?;
-        let mut error = JobError::new(
-            ErrorCode::DuplicateContent,
-            "the page's canonical URL is a page this crawl already has",
-        );
-        error.evidence = Some(canonical.to_string());
+        let mut error = JobError::new(ErrorCode::DuplicateContent, message);
+        error.evidence = Some(evidence.to_string());
         return Ok(Some(error));
     }
     let links: Vec<(url::Url, u32)> = info
@@ -740,8 +764,9 @@ pub fn cached_result(job: &FetchJob, hit: &CachedPage, max_chars: usize) -> Fetc
     )
 }
 
-/// Counts a crawl page's end (duplicates were counted when found) and completes the crawl
-/// when it was its last job.
+/// Counts a crawl page's end (duplicates were counted when found; pages robots.txt turned
+/// away when their turn came count as skipped by robots) and completes the crawl when it was
+/// its last job.
 async fn end_crawl_job(
     context: &Context,
     crawl_id: &str,
@@ -754,15 +779,25 @@ async fn end_crawl_job(
             ..store::CrawlCounters::default()
         },
         Status::Failed | Status::Dead => {
-            let duplicate = context
+            let code = context
                 .store
                 .job(job_id)
                 .await?
                 .and_then(|record| record.error)
-                .is_some_and(|error| error.code == ErrorCode::DuplicateContent);
-            store::CrawlCounters {
-                failed: u64::from(!duplicate),
-                ..store::CrawlCounters::default()
+                .map(|error| error.code);
+            match code {
+                // Counted when found.
+                Some(ErrorCode::DuplicateContent) => store::CrawlCounters::default(),
+                Some(ErrorCode::RobotsDisallowed | ErrorCode::RobotsUnreachable) => {
+                    store::CrawlCounters {
+                        skipped_robots: 1,
+                        ..store::CrawlCounters::default()
+                    }
+                }
+                _ => store::CrawlCounters {
+                    failed: 1,
+                    ..store::CrawlCounters::default()
+                },
             }
         }
         _ => store::CrawlCounters::default(),

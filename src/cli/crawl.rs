@@ -67,6 +67,11 @@ pub struct Args {
     /// [config: proxy.urls].
     #[arg(long, value_name = "URL")]
     pub proxy: Vec<String>,
+    /// Run no pools here: queue the crawl for the workers sharing this queue and store
+    /// (`trawl work` processes on redis_url and database_url, or on this data directory) and
+    /// follow its progress. Ctrl-C then stops following, not the crawl.
+    #[arg(long)]
+    pub no_pools: bool,
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -121,19 +126,32 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     let embedded = Embedded::open(&config).await?;
     let mut context = embedded.context(&config)?;
-    context.browser = Some(embedded.browser(&config).await?);
+    if !args.no_pools {
+        context.browser = Some(embedded.browser(&config).await?);
+    }
     let context = std::sync::Arc::new(context);
     let browser = context.browser.clone();
     let Embedded { store, queue, .. } = embedded;
 
-    let pools = Pools::start(context.clone(), &queue, &config, args.archive)?;
+    let pools = if args.no_pools {
+        None
+    } else {
+        Some(Pools::start(
+            context.clone(),
+            &queue,
+            &config,
+            args.archive,
+        )?)
+    };
 
     let started = Instant::now();
     let id = match crate::crawl::start(&context, &queue, spec).await {
         Ok(id) => id,
         Err(crate::crawl::StartError::Invalid(message)) => {
             eprintln!("trawl: {message}");
-            pools.stop(true).await?;
+            if let Some(pools) = pools {
+                pools.stop(true).await?;
+            }
             return Ok(ExitCode::from(2));
         }
         Err(error) => return Err(error.into()),
@@ -160,8 +178,11 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         }
     };
     progress.finish();
-    let archived = pools.stop(args.quiet).await?;
-    print_summary(&record, started.elapsed(), interrupted);
+    let archived = match pools {
+        Some(pools) => pools.stop(args.quiet).await?,
+        None => None,
+    };
+    print_summary(&record, started.elapsed(), interrupted, args.no_pools);
     if let Some(stats) = archived {
         println!("archived: {stats}");
     }
@@ -178,7 +199,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     })
 }
 
-fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool) {
+fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool, no_pools: bool) {
     let c = &record.counters;
     let seconds = elapsed.as_secs_f64().max(0.001);
     println!(
@@ -199,9 +220,11 @@ fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool) {
         c.skipped_limit,
         c.skipped_duplicate
     );
-    if interrupted {
+    if interrupted && no_pools {
+        println!("the crawl goes on in the workers; follow it with `trawl status`");
+    } else if interrupted {
         println!(
-            "the crawl's remaining pages stay queued: `trawl serve` in this data directory goes on with them"
+            "the crawl's remaining pages stay queued: `trawl serve` or `trawl work` on this queue goes on with them"
         );
     }
     println!(

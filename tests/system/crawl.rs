@@ -24,6 +24,18 @@ struct Crawler {
 
 impl Crawler {
     async fn start(dir: &std::path::Path) -> Crawler {
+        Crawler::with_politeness(
+            dir,
+            politeness::Config {
+                min_delay_ms: 0,
+                max_concurrent_per_host: 4,
+                ..politeness::Config::default()
+            },
+        )
+        .await
+    }
+
+    async fn with_politeness(dir: &std::path::Path, politeness: politeness::Config) -> Crawler {
         let config = runner::Config {
             concurrency: 8,
             ..runner::Config::default()
@@ -37,11 +49,7 @@ impl Crawler {
         .expect("queue opens");
         let mut context = (*context_in(dir, config).await).clone();
         context.queue = Some(queue.clone());
-        context.crawls = Arc::new(trawl::crawl::Crawls::new(&politeness::Config {
-            min_delay_ms: 0,
-            max_concurrent_per_host: 4,
-            ..politeness::Config::default()
-        }));
+        context.crawls = Arc::new(trawl::crawl::Crawls::new(&politeness));
         let context = Arc::new(context);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let pool_context = context.clone();
@@ -200,6 +208,104 @@ async fn canonical_duplicates_are_stored_once_and_depth_zero_fetches_the_seeds_o
         fetched_urls(&crawler.context, &server, &record).await.len(),
         1
     );
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_a_page_the_crawl_has_is_a_duplicate() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    // Whichever runs first, the article's URL was seen when the seeds were queued.
+    let record = crawler
+        .crawl(CrawlSpec {
+            max_depth: 0,
+            robots: false,
+            ..CrawlSpec::new(vec![
+                server.url("/article/1"),
+                server.url("/redirect?to=/article/1&code=301"),
+            ])
+        })
+        .await;
+    let c = record.counters;
+    assert_eq!(
+        (c.queued, c.fetched, c.skipped_duplicate, c.failed),
+        (2, 1, 1, 0),
+        "{c:?}"
+    );
+    let urls = fetched_urls(&crawler.context, &server, &record).await;
+    assert_eq!(urls, vec![server.url("/article/1")]);
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_robots_txt_makes_pages_wait_not_pass() {
+    let server = FixtureServer::start().await.expect("fixture");
+    server.set_robots(503, "down for maintenance");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    let id = trawl::crawl::start(
+        &crawler.context,
+        &crawler.queue,
+        CrawlSpec {
+            max_pages: 12,
+            max_depth: 3,
+            ..CrawlSpec::new(vec![server.url("/site/1")])
+        },
+    )
+    .await
+    .expect("starts");
+    // While robots.txt answers 503 nothing but robots.txt is fetched, and it is asked for
+    // again with a growing pause (once per origin, not once per waiting page).
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(
+        server.hits("/site/"),
+        0,
+        "a page fetched without robots.txt"
+    );
+    let asked = server.hits("/robots.txt");
+    assert!((2..=4).contains(&asked), "robots.txt asked {asked} times");
+    server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
+    let record = crawler.wait(&id).await;
+    let c = record.counters;
+    assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
+    assert!(c.fetched >= 10, "{c:?}");
+    assert!(c.skipped_robots > 0, "{c:?}");
+    for url in fetched_urls(&crawler.context, &server, &record).await {
+        assert!(!url.ends_with('3'), "robots.txt disallowed {url}");
+    }
+    assert!(server.hits("/robots.txt") <= asked + 1);
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_whose_robots_txt_stays_unreachable_end_robots_unreachable() {
+    let server = FixtureServer::start().await.expect("fixture");
+    server.set_robots(500, "broken");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::with_politeness(
+        dir.path(),
+        politeness::Config {
+            min_delay_ms: 0,
+            robots_wait_secs: 1,
+            ..politeness::Config::default()
+        },
+    )
+    .await;
+    let record = crawler
+        .crawl(CrawlSpec::new(vec![
+            server.url("/site/1"),
+            server.url("/site/2"),
+        ]))
+        .await;
+    let c = record.counters;
+    assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
+    assert_eq!(
+        (c.queued, c.fetched, c.failed, c.skipped_robots),
+        (2, 0, 0, 2),
+        "both pages ended robots_unreachable (counted as skipped by robots): {c:?}"
+    );
+    assert_eq!(server.hits("/site/"), 0);
     crawler.stop().await;
 }
 

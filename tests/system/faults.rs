@@ -505,3 +505,106 @@ async fn a_job_that_kills_its_worker_every_time_ends_dead_and_the_rest_complete(
         kills += 1;
     }
 }
+
+/// A crawl queued by `trawl crawl --no-pools`, worked by a `trawl work` that is stopped
+/// (SIGTERM) mid-crawl and then by another: the crawl completes, robots.txt disallows,
+/// redirects and dead links included, and no page is requested twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_interrupted_and_resumed_fetches_nothing_twice() {
+    let Cluster {
+        server, redis, db, ..
+    } = Cluster::start().await;
+    server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
+    let politeness = [
+        ("TRAWL_POLITENESS__MIN_DELAY_MS", "15"),
+        ("TRAWL_POLITENESS__MAX_CONCURRENT_PER_HOST", "4"),
+    ];
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let crawl = tokio::process::Command::from(crate::trawl_command(dirs[0].path()))
+        .envs(politeness)
+        .args([
+            "crawl",
+            "--no-pools",
+            "--quiet",
+            "--allow-private-network",
+            "--max-depth",
+            "8",
+            "--max-pages",
+            "150",
+        ])
+        .arg(server.url("/site/1"))
+        .arg(server.url("/redirect?to=/article/2&code=301"))
+        .arg(server.url("/status/404"))
+        .env("REDIS_URL", redis.url())
+        .env("DATABASE_URL", &db.url)
+        .env("TRAWL_NAMESPACE", NAMESPACE)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("trawl crawl starts");
+
+    let first = worker_with(dirs[1].path(), &redis, &db, &politeness);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while server.hits("/site/") < 40 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the crawl does not progress"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    signal(&first, "TERM");
+    let mut first = first;
+    let stopped = tokio::time::timeout(Duration::from_secs(40), first.wait())
+        .await
+        .expect("the worker stops in bounded time")
+        .expect("waits");
+    assert!(stopped.success(), "{stopped:?}");
+    let by_first = server.hits("/site/");
+    assert!(by_first < 120, "stopped mid-crawl: {by_first} pages");
+
+    let second = worker_with(dirs[2].path(), &redis, &db, &politeness);
+    let output = tokio::time::timeout(Duration::from_secs(120), crawl.wait_with_output())
+        .await
+        .expect("the crawl completes")
+        .expect("trawl crawl runs");
+    stop(second).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("150 queued"), "{stdout}");
+    assert!(stdout.contains("1 failed"), "the dead link: {stdout}");
+
+    let mut requested = std::collections::HashMap::<String, usize>::new();
+    for request in server.requests() {
+        *requested.entry(request.path_and_query.clone()).or_default() += 1;
+    }
+    let twice: Vec<_> = requested
+        .iter()
+        .filter(|(path, n)| **n > 1 && path.as_str() != "/robots.txt")
+        .collect();
+    assert!(twice.is_empty(), "requested twice: {twice:?}");
+    let disallowed: Vec<_> = requested
+        .keys()
+        .filter(|path| path.starts_with("/site/") && path.ends_with('3'))
+        .collect();
+    assert!(
+        disallowed.is_empty(),
+        "robots.txt disallowed {disallowed:?}"
+    );
+    assert_eq!(
+        requested.get("/article/2"),
+        Some(&1),
+        "the redirect was followed"
+    );
+    assert_eq!(requested.get("/status/404"), Some(&1));
+    // robots.txt: once by the crawl's seeding, once by each worker.
+    assert!(requested.get("/robots.txt").copied().unwrap_or(0) <= 3);
+}

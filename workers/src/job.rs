@@ -513,8 +513,15 @@ pub enum ErrorCode {
     Cancelled,
     /// The job's worker died on every attempt (a poison job).
     WorkerLost,
-    /// A crawled page whose `rel=canonical` names a page the crawl already has: stored once.
+    /// A crawled page whose `rel=canonical` names a page the crawl already has, or a redirect
+    /// to a page the crawl already has: stored once.
     DuplicateContent,
+    /// A crawled page its host's robots.txt disallows (checked again when the page's turn
+    /// comes: robots.txt may have changed, or could not be read when the link was found).
+    RobotsDisallowed,
+    /// A crawled page whose host's robots.txt could not be fetched (5xx, 429, network
+    /// failure) for as long as `politeness.robots_wait_secs`: not fetched.
+    RobotsUnreachable,
     /// A browser navigation failed with a network error the other codes do not name (the
     /// message carries Chromium's `net::ERR_*` text).
     NavigationFailed,
@@ -553,6 +560,8 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::WorkerLost => "worker_lost",
             ErrorCode::DuplicateContent => "duplicate_content",
+            ErrorCode::RobotsDisallowed => "robots_disallowed",
+            ErrorCode::RobotsUnreachable => "robots_unreachable",
             ErrorCode::NavigationFailed => "navigation_failed",
             ErrorCode::BrowserBusy => "browser_busy",
             ErrorCode::BrowserFailed => "browser_failed",
@@ -561,7 +570,7 @@ impl ErrorCode {
     }
 
     /// Every code, in declaration order (for documentation and tests).
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::InvalidUrl,
         ErrorCode::UnsupportedScheme,
         ErrorCode::BlockedDestination,
@@ -585,6 +594,8 @@ impl ErrorCode {
         ErrorCode::Cancelled,
         ErrorCode::WorkerLost,
         ErrorCode::DuplicateContent,
+        ErrorCode::RobotsDisallowed,
+        ErrorCode::RobotsUnreachable,
         ErrorCode::NavigationFailed,
         ErrorCode::BrowserBusy,
         ErrorCode::BrowserFailed,

@@ -16,7 +16,7 @@ use url::Url;
 
 use crate::crawl::robots::MAX_CRAWL_DELAY;
 
-/// Politeness limits. Every field is a `trawl.toml` key under `[crawl.politeness]`.
+/// Politeness limits. Every field is a `trawl.toml` key under `[politeness]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -28,6 +28,10 @@ pub struct Config {
     /// Seconds a host may sit unused (nothing in flight or waiting, its last delay over) before
     /// the gate forgets it, which keeps memory bounded by the hosts in recent use (1..=86,400).
     pub idle_forget_secs: u64,
+    /// Seconds a crawl page waits for its host's robots.txt while it cannot be fetched (5xx,
+    /// 429, network failure), asking again with a growing pause (1 s doubling to 60 s); past
+    /// this, the page ends `robots_unreachable` (0..=86,400; 0: at once).
+    pub robots_wait_secs: u64,
 }
 
 impl Default for Config {
@@ -36,6 +40,7 @@ impl Default for Config {
             max_concurrent_per_host: 2,
             min_delay_ms: 500,
             idle_forget_secs: 300,
+            robots_wait_secs: 300,
         }
     }
 }
@@ -45,20 +50,26 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=1024).contains(&self.max_concurrent_per_host) {
             return Err(format!(
-                "crawl.politeness.max_concurrent_per_host = {} is outside 1..=1024",
+                "politeness.max_concurrent_per_host = {} is outside 1..=1024",
                 self.max_concurrent_per_host
             ));
         }
         if self.min_delay_ms > 60_000 {
             return Err(format!(
-                "crawl.politeness.min_delay_ms = {} is above 60000",
+                "politeness.min_delay_ms = {} is above 60000",
                 self.min_delay_ms
             ));
         }
         if !(1..=86_400).contains(&self.idle_forget_secs) {
             return Err(format!(
-                "crawl.politeness.idle_forget_secs = {} is outside 1..=86400",
+                "politeness.idle_forget_secs = {} is outside 1..=86400",
                 self.idle_forget_secs
+            ));
+        }
+        if self.robots_wait_secs > 86_400 {
+            return Err(format!(
+                "politeness.robots_wait_secs = {} is above 86400",
+                self.robots_wait_secs
             ));
         }
         Ok(())
@@ -252,7 +263,7 @@ mod tests {
         Arc::new(HostGate::new(&Config {
             max_concurrent_per_host,
             min_delay_ms,
-            idle_forget_secs: 300,
+            ..Config::default()
         }))
     }
 
@@ -430,6 +441,7 @@ mod tests {
             max_concurrent_per_host: 1,
             min_delay_ms: 1000,
             idle_forget_secs: 60,
+            ..Config::default()
         }));
         for n in 0..100 {
             drop(gate.acquire(&format!("host{n}.example")).await);
@@ -466,6 +478,7 @@ mod tests {
             max_concurrent_per_host: 1,
             min_delay_ms: 0,
             idle_forget_secs: 1,
+            ..Config::default()
         });
         drop(
             gate.acquire_with_delay("example.com", Some(Duration::from_secs(30)))
