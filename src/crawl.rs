@@ -301,6 +301,37 @@ impl Crawls {
     }
 }
 
+/// The check a crawl page's fetch makes before following a redirect (when the crawl obeys
+/// robots.txt): the target's robots.txt must allow it. It does not wait for a robots.txt that
+/// cannot be fetched (the fetch's own time limit runs): the target is refused as
+/// `robots_unreachable`. Scope and dedupe of the target are decided after the fetch.
+pub fn redirect_guard(
+    crawls: Arc<Crawls>,
+    client: trawl_workers::web::Client,
+) -> trawl_workers::web::client::RedirectGuard {
+    Arc::new(move |target: Url| {
+        let crawls = crawls.clone();
+        let client = client.clone();
+        Box::pin(async move {
+            let robots = crawls.robots(&client, &target).await;
+            match robots.access() {
+                Access::Unreachable => Err((
+                    ErrorCode::RobotsUnreachable,
+                    format!(
+                        "robots.txt of {} could not be fetched",
+                        target.origin().ascii_serialization()
+                    ),
+                )),
+                Access::Parsed | Access::Unavailable if !robots.allowed(&target) => Err((
+                    ErrorCode::RobotsDisallowed,
+                    "robots.txt disallows the target".to_owned(),
+                )),
+                Access::Parsed | Access::Unavailable => Ok(()),
+            }
+        })
+    })
+}
+
 /// A host's turn: hold it while fetching; dropping it frees the host's slot.
 #[derive(Debug)]
 pub enum Turn {

@@ -502,7 +502,15 @@ async fn run_fetch(
         }
         None => None,
     };
-    let fetched = within_job_timeout(context, fetch_or_render(context, job)).await;
+    // A crawl page obeying robots.txt follows only redirects robots.txt allows.
+    let guard = match &crawl {
+        Some((plan, _)) if plan.spec.robots => Some(crate::crawl::redirect_guard(
+            context.crawls.clone(),
+            context.fetch.client.clone(),
+        )),
+        _ => None,
+    };
+    let fetched = within_job_timeout(context, fetch_or_render(context, job, guard.as_ref())).await;
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
@@ -583,14 +591,19 @@ async fn within_job_timeout<T>(
 
 /// Fetches over plain HTTP or renders in the browser, as the job asks: `render: true` in the
 /// browser; `"auto"` over HTTP first, then in the browser when the page looks built by
-/// JavaScript (an app shell, or little text and scripts).
-async fn fetch_or_render(context: &Context, job: &FetchJob) -> Result<fetch::Fetched, JobError> {
+/// JavaScript (an app shell, or little text and scripts). `guard` is asked before each redirect
+/// of a plain fetch (the browser follows redirects itself).
+async fn fetch_or_render(
+    context: &Context,
+    job: &FetchJob,
+    guard: Option<&trawl_workers::web::client::RedirectGuard>,
+) -> Result<fetch::Fetched, JobError> {
     use trawl_workers::browse::render;
     if job.render.is_on() {
         let pool = browser(context)?;
         return render::render(pool, job, &context.fetch).await;
     }
-    let plain = fetch::run(job, &context.fetch)
+    let plain = fetch::run_guarded(job, &context.fetch, guard)
         .await
         .map_err(|error| error.to_job_error());
     match &context.browser {

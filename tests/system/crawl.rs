@@ -239,6 +239,33 @@ async fn a_redirect_to_a_page_the_crawl_has_is_a_duplicate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_into_a_disallowed_path_is_not_followed() {
+    let server = FixtureServer::start().await.expect("fixture");
+    server.set_robots(200, "User-agent: *\nDisallow: /article/\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(dir.path()).await;
+    let record = crawler
+        .crawl(CrawlSpec {
+            max_depth: 0,
+            ..CrawlSpec::new(vec![server.url("/redirect?to=/article/1&code=302")])
+        })
+        .await;
+    let c = record.counters;
+    assert_eq!(
+        (c.queued, c.fetched, c.failed, c.skipped_robots),
+        (1, 0, 0, 1),
+        "{c:?}"
+    );
+    assert_eq!(server.hits("/redirect"), 1);
+    assert_eq!(
+        server.hits("/article/"),
+        0,
+        "the disallowed target was requested"
+    );
+    crawler.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_robots_txt_makes_pages_wait_not_pass() {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(503, "down for maintenance");

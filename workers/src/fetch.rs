@@ -228,11 +228,21 @@ enum Kind {
 
 /// Fetches and extracts one page.
 pub async fn run(job: &FetchJob, deps: &Deps) -> Result<Fetched, Error> {
+    run_guarded(job, deps, None).await
+}
+
+/// [`run`], asking `guard` before each redirect is followed (see
+/// [`web::Client::get_guarded`]).
+pub async fn run_guarded(
+    job: &FetchJob,
+    deps: &Deps,
+    guard: Option<&web::client::RedirectGuard>,
+) -> Result<Fetched, Error> {
     let started = Instant::now();
     let url = deps.client.parse_url(&job.url)?;
     let choice =
         web::proxy::Choice::from_option(job.proxy.as_deref()).map_err(web::client::Error::Proxy)?;
-    let response = deps.client.get_with(&url, None, &choice).await?;
+    let response = deps.client.get_guarded(&url, None, &choice, guard).await?;
     let fetched_at = jiff::Timestamp::now().to_string();
     let label = response
         .content_type()

@@ -181,6 +181,16 @@ pub enum Error {
     /// A job's proxy URL is unusable; nothing was sent.
     #[error("proxy: {0}")]
     Proxy(String),
+    /// The caller's [`RedirectGuard`] refused a redirect's target; it was not requested.
+    #[error("redirect to {url} not followed: {reason}")]
+    RedirectRefused {
+        /// The target refused.
+        url: String,
+        /// The code the guard gave.
+        code: ErrorCode,
+        /// The guard's words.
+        reason: String,
+    },
     /// A request header given by the caller is malformed or owned by the client; nothing was
     /// sent. A fault of the caller, not of the destination.
     #[error("request header {name:?} is invalid: {problem}")]
@@ -218,6 +228,7 @@ impl Error {
             Error::Protocol(_) => ErrorCode::ProtocolError,
             Error::InvalidHeader { .. } => ErrorCode::Internal,
             Error::Proxy(_) => ErrorCode::InvalidUrl,
+            Error::RedirectRefused { code, .. } => *code,
         }
     }
 
@@ -253,6 +264,13 @@ impl Error {
         }
     }
 }
+
+/// Asked before a redirect is followed, with its target: `Err((code, reason))` refuses it.
+pub type RedirectGuard = Arc<
+    dyn Fn(Url) -> futures_util::future::BoxFuture<'static, Result<(), (ErrorCode, String)>>
+        + Send
+        + Sync,
+>;
 
 /// A response whose body has been read whole within the limits.
 #[derive(Debug, Clone)]
@@ -575,8 +593,22 @@ impl Client {
         max_bytes: Option<u64>,
         choice: &Choice,
     ) -> Result<Response, Error> {
+        self.get_guarded(url, max_bytes, choice, None).await
+    }
+
+    /// [`Client::get_with`] asking `guard`, when given, before each redirect is followed (a
+    /// crawl checks the target against robots.txt): a refusal ends the fetch with
+    /// [`Error::RedirectRefused`] and the target is never requested. The guard's time counts
+    /// against `http.timeout_secs`.
+    pub async fn get_guarded(
+        &self,
+        url: &Url,
+        max_bytes: Option<u64>,
+        choice: &Choice,
+        guard: Option<&RedirectGuard>,
+    ) -> Result<Response, Error> {
         let limit = max_bytes.unwrap_or(self.config.max_bytes);
-        self.within_total_timeout(self.get_inner(url, limit, choice))
+        self.within_total_timeout(self.get_inner(url, limit, choice, guard))
             .await
     }
 
@@ -620,7 +652,13 @@ impl Client {
         }
     }
 
-    async fn get_inner(&self, url: &Url, limit: u64, choice: &Choice) -> Result<Response, Error> {
+    async fn get_inner(
+        &self,
+        url: &Url,
+        limit: u64,
+        choice: &Choice,
+        guard: Option<&RedirectGuard>,
+    ) -> Result<Response, Error> {
         let mut current = url.clone();
         let mut hops: Vec<Url> = Vec::new();
         loop {
@@ -643,6 +681,15 @@ impl Client {
                 if hops.len() > self.config.max_redirects {
                     return Err(Error::TooManyRedirects {
                         limit: self.config.max_redirects,
+                    });
+                }
+                if let Some(guard) = guard
+                    && let Err((code, reason)) = guard(next.clone()).await
+                {
+                    return Err(Error::RedirectRefused {
+                        url: next.to_string(),
+                        code,
+                        reason,
                     });
                 }
                 current = next;
