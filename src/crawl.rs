@@ -301,18 +301,39 @@ impl Crawls {
     }
 }
 
-/// The check a crawl page's fetch makes before following a redirect (when the crawl obeys
-/// robots.txt): the target's robots.txt must allow it. It does not wait for a robots.txt that
-/// cannot be fetched (the fetch's own time limit runs): the target is refused as
-/// `robots_unreachable`. Scope and dedupe of the target are decided after the fetch.
+/// The check a crawl page's fetch makes before following a redirect: a target the crawl
+/// already has (other than the page's own URL, `own_key`) is refused as `duplicate_content`
+/// (it is fetched, or will be, by its own job); when the crawl obeys robots.txt, the target's
+/// robots.txt must allow it. It does not wait for a robots.txt that cannot be fetched (the
+/// fetch's own time limit runs): the target is refused as `robots_unreachable`. A store
+/// failure lets the redirect through (the page's dedupe after the fetch still holds).
 pub fn redirect_guard(
-    crawls: Arc<Crawls>,
-    client: trawl_workers::web::Client,
+    context: &Context,
+    plan: &Plan,
+    own_key: String,
 ) -> trawl_workers::web::client::RedirectGuard {
+    let crawls = context.crawls.clone();
+    let client = context.fetch.client.clone();
+    let store = context.store.clone();
+    let crawl_id = plan.id.clone();
+    let robots = plan.spec.robots;
     Arc::new(move |target: Url| {
         let crawls = crawls.clone();
         let client = client.clone();
+        let store = store.clone();
+        let crawl_id = crawl_id.clone();
+        let own_key = own_key.clone();
         Box::pin(async move {
+            let key = crawl_key(&target);
+            if key != own_key && store.crawl_url_seen(&crawl_id, &key).await.unwrap_or(false) {
+                return Err((
+                    ErrorCode::DuplicateContent,
+                    "the redirect's target is a page this crawl already has".to_owned(),
+                ));
+            }
+            if !robots {
+                return Ok(());
+            }
             let robots = crawls.robots(&client, &target).await;
             match robots.access() {
                 Access::Unreachable => Err((

@@ -502,19 +502,33 @@ async fn run_fetch(
         }
         None => None,
     };
-    // A crawl page obeying robots.txt follows only redirects robots.txt allows.
-    let guard = match &crawl {
-        Some((plan, _)) if plan.spec.robots => Some(crate::crawl::redirect_guard(
-            context.crawls.clone(),
-            context.fetch.client.clone(),
-        )),
-        _ => None,
-    };
+    // A crawl page follows only redirects to pages new to the crawl that robots.txt allows.
+    let guard = crawl.as_ref().map(|(plan, _)| {
+        crate::crawl::redirect_guard(context, plan, trawl_workers::crawl::crawl_key(&url))
+    });
     let fetched = within_job_timeout(context, fetch_or_render(context, job, guard.as_ref())).await;
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
-        Err(error) => return Ok(Err(error)),
+        Err(error) => {
+            // A redirect refused as a duplicate is counted here (the page's own dedupe after
+            // a fetch counts the others).
+            if let Some((plan, _)) = &crawl
+                && error.code == ErrorCode::DuplicateContent
+            {
+                context
+                    .store
+                    .count_crawl(
+                        &plan.id,
+                        &store::CrawlCounters {
+                            skipped_duplicate: 1,
+                            ..store::CrawlCounters::default()
+                        },
+                    )
+                    .await?;
+            }
+            return Ok(Err(error));
+        }
     };
     if let Some((plan, depth)) = &crawl
         && let Some(duplicate) = follow_links(context, plan, *depth, &url, &fetched.info).await?

@@ -303,6 +303,9 @@ delegate! {
     /// Returns a crawl's record.
     pub async fn crawl(&self, id: &str) -> Result<Option<CrawlRecord>, Error>;
 
+    /// Returns true when a URL key is in a crawl's seen set.
+    pub async fn crawl_url_seen(&self, crawl_id: &str, key: &str) -> Result<bool, Error>;
+
     /// Adds URL keys to a crawl's seen set and returns those that were new, in the order given.
     pub async fn add_crawl_urls(&self, crawl_id: &str, keys: &[String]) -> Result<Vec<String>, Error>;
 

@@ -387,6 +387,15 @@ impl SqliteStore {
         row.map(|row| rows::crawl(&row)).transpose()
     }
 
+    pub(super) async fn crawl_url_seen(&self, crawl_id: &str, key: &str) -> Result<bool, Error> {
+        let row = sqlx::query("SELECT 1 FROM crawl_urls WHERE crawl_id = ? AND url_key = ?")
+            .bind(crawl_id)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
     pub(super) async fn add_crawl_urls(
         &self,
         crawl_id: &str,

@@ -235,6 +235,11 @@ async fn a_redirect_to_a_page_the_crawl_has_is_a_duplicate() {
     );
     let urls = fetched_urls(&crawler.context, &server, &record).await;
     assert_eq!(urls, vec![server.url("/article/1")]);
+    assert_eq!(
+        server.hits("/article/1"),
+        1,
+        "the redirect's target is requested by its own job only"
+    );
     crawler.stop().await;
 }
 
