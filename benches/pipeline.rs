@@ -29,13 +29,21 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "common/nginx.rs"]
+#[allow(
+    dead_code,
+    reason = "the access log and origin are for the crawl benchmark"
+)]
+mod nginx;
+
+use nginx::{Nginx, find_in_path};
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -179,17 +187,6 @@ fn check_tools() -> Result<()> {
     Ok(())
 }
 
-fn find_in_path(name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
-    // nginx lives in /usr/sbin, often not on a user's PATH.
-    dirs.extend(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from));
-    dirs.into_iter()
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-}
-
 fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
     let n = settings.pages;
     let started = Instant::now();
@@ -201,7 +198,13 @@ fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let nginx = Nginx::start(root)?;
+    let nginx = Nginx::start(
+        root,
+        &nginx::Options {
+            ready_path: Some("/site/0".to_owned()),
+            ..nginx::Options::default()
+        },
+    )?;
     let urls = root.join("urls.txt");
     {
         let mut file = std::io::BufWriter::new(
@@ -251,188 +254,6 @@ fn write_site(root: &Path, n: u64) -> Result<u64> {
         std::fs::write(&path, page).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     Ok(total)
-}
-
-/// nginx as a child process; stopped (by its PID) when dropped.
-struct Nginx {
-    child: Child,
-    port: u16,
-    prefix: PathBuf,
-}
-
-impl Nginx {
-    fn start(root: &Path) -> Result<Nginx> {
-        let nginx = find_in_path("nginx").ok_or("nginx not found (apt-get install nginx)")?;
-        let prefix = root.join("nginx");
-        std::fs::create_dir_all(prefix.join("logs"))
-            .map_err(|e| format!("creating {}: {e}", prefix.display()))?;
-        let mut last_error = String::new();
-        // The free port is found by binding :0 and releasing it; retry if another process
-        // takes it first.
-        for _ in 0..3 {
-            let port = free_port()?;
-            let conf = prefix.join("nginx.conf");
-            std::fs::write(&conf, nginx_conf(root, &prefix, port))
-                .map_err(|e| format!("writing {}: {e}", conf.display()))?;
-            let error_log = prefix.join("logs").join("error.log");
-            let child = Command::new(&nginx)
-                .arg("-p")
-                .arg(&prefix)
-                .arg("-c")
-                .arg(&conf)
-                .arg("-e")
-                .arg(&error_log)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(
-                    std::fs::File::create(prefix.join("logs").join("stderr.log"))
-                        .map(Stdio::from)
-                        .unwrap_or_else(|_| Stdio::null()),
-                )
-                .spawn()
-                .map_err(|e| format!("starting {}: {e}", nginx.display()))?;
-            let mut server = Nginx {
-                child,
-                port,
-                prefix: prefix.clone(),
-            };
-            match server.wait_ready(Duration::from_secs(10)) {
-                Ok(()) => {
-                    eprintln!(
-                        "nginx (pid {}) serving on 127.0.0.1:{port}",
-                        server.child.id()
-                    );
-                    return Ok(server);
-                }
-                Err(error) => last_error = error, // dropping `server` stops it
-            }
-        }
-        Err(format!("nginx did not start: {last_error}"))
-    }
-
-    fn wait_ready(&mut self, limit: Duration) -> Result<()> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("nginx exited with {status}: {}", self.logs()));
-            }
-            if let Ok(status) = http_status(self.port, "/site/0") {
-                if status == 200 {
-                    return Ok(());
-                }
-                return Err(format!("nginx answered GET /site/0 with status {status}"));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "nginx did not answer within {limit:?}: {}",
-                    self.logs()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn logs(&self) -> String {
-        let mut text = String::new();
-        for name in ["stderr.log", "error.log"] {
-            if let Ok(log) = std::fs::read_to_string(self.prefix.join("logs").join(name)) {
-                text.push_str(log.trim());
-                text.push(' ');
-            }
-        }
-        text
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let pid = self.child.id();
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        // SIGTERM: the master stops its worker, then exits. SIGKILL if it takes too long.
-        let _ = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        eprintln!("nginx (pid {pid}) did not stop on SIGTERM; killing it");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nginx_conf(root: &Path, prefix: &Path, port: u16) -> String {
-    let p = prefix.display();
-    let user = if is_root() { "user root;\n" } else { "" };
-    format!(
-        "{user}worker_processes 1;
-daemon off;
-pid {p}/nginx.pid;
-error_log {p}/logs/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    default_type text/html;
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 10000;
-    keepalive_timeout 65;
-    client_body_temp_path {p}/client_body;
-    proxy_temp_path {p}/proxy;
-    fastcgi_temp_path {p}/fastcgi;
-    uwsgi_temp_path {p}/uwsgi;
-    scgi_temp_path {p}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
-        location / {{ }}
-    }}
-}}
-",
-        www = root.join("www").display()
-    )
-}
-
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-fn free_port() -> Result<u16> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(|e| format!("finding a free port: {e}"))
-}
-
-/// One HTTP/1.0 GET; returns the status code.
-fn http_status(port: u16, path: &str) -> std::io::Result<u16> {
-    let addr = ([127, 0, 0, 1], port).into();
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut head = [0_u8; 64];
-    let mut len = 0;
-    while len < 12 {
-        let read = stream.read(&mut head[len..])?;
-        if read == 0 {
-            break;
-        }
-        len += read;
-    }
-    let line = String::from_utf8_lossy(&head[..len]);
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("not an HTTP answer: {line:?}")))
 }
 
 struct Run {

@@ -1,10 +1,12 @@
 //! Faults with real processes: two `trawl work` processes sharing a Redis queue (a
 //! test-owned redis-server) and a PostgreSQL store (a fresh database), one of them SIGKILLed
 //! mid-batch. Every job must end succeeded exactly once, with exactly one page. Also: a
-//! paused worker, SIGTERM mid-batch, a job that kills its worker every time (poison), and a
-//! job whose work outlives its timeout.
+//! paused worker, SIGTERM mid-batch, a job that kills its worker every time (poison), a
+//! job whose work outlives its timeout, and crawls: a generated site crawled whole by two
+//! workers, and a crawl stopped and resumed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use trawl::queue::{Envelope, Queue};
@@ -12,6 +14,7 @@ use trawl::runner;
 use trawl::store::{NewJob, Status, Store};
 use trawl_workers::job::{ErrorCode, FetchJob, Job};
 use trawl_workers::testing::FixtureServer;
+use trawl_workers::testing::crawl_site::CrawlSite;
 
 use crate::engines::TestDb;
 use crate::queue::RedisServer;
@@ -607,4 +610,204 @@ async fn a_crawl_interrupted_and_resumed_fetches_nothing_twice() {
     assert_eq!(requested.get("/status/404"), Some(&1));
     // robots.txt: once by the crawl's seeding, once by each worker.
     assert!(requested.get("/robots.txt").copied().unwrap_or(0) <= 3);
+}
+
+/// A generated site ([`CrawlSite`]) served on a loopback port: its files, its `/old/{r}`
+/// redirects (301 to `/p/{r}`), 404 for the rest; every request counted by path.
+struct SiteServer {
+    site: CrawlSite,
+    requests: Arc<Mutex<HashMap<String, usize>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SiteServer {
+    async fn start(pages: u64) -> SiteServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        let site = CrawlSite::new(pages, &origin);
+        let requests = Arc::new(Mutex::new(HashMap::<String, usize>::new()));
+        let served = site.clone();
+        let counted = requests.clone();
+        let redirects = site.expected().redirects;
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            let site = served.clone();
+            let counted = counted.clone();
+            async move {
+                use axum::http::{StatusCode, header};
+                use axum::response::IntoResponse as _;
+                let path = uri.path().to_owned();
+                *counted
+                    .lock()
+                    .expect("lock")
+                    .entry(path.clone())
+                    .or_default() += 1;
+                if let Some(r) = path
+                    .strip_prefix("/old/")
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .filter(|r| *r < redirects)
+                {
+                    return (
+                        StatusCode::MOVED_PERMANENTLY,
+                        [(header::LOCATION, format!("/p/{r}"))],
+                    )
+                        .into_response();
+                }
+                let content_type = if path == "/robots.txt" {
+                    "text/plain"
+                } else if path.ends_with(".gz") {
+                    "application/gzip"
+                } else if path.ends_with(".xml") {
+                    "application/xml"
+                } else {
+                    "text/html"
+                };
+                match site.file(&path) {
+                    Some(body) => ([(header::CONTENT_TYPE, content_type)], body).into_response(),
+                    None => StatusCode::NOT_FOUND.into_response(),
+                }
+            }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        SiteServer {
+            site,
+            requests,
+            task,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.site.origin())
+    }
+
+    fn requests(&self) -> HashMap<String, usize> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for SiteServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Two workers crawl a generated site (sitemap index with a gzipped part, canonical
+/// duplicates, a robots.txt-disallowed subtree, redirects, dead links): the pages stored are
+/// exactly its unique documents, the counters say why every other URL was left, and no page
+/// is requested twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_distributed_crawl_stores_exactly_the_sites_unique_documents() {
+    let Cluster {
+        redis, db, store, ..
+    } = Cluster::start().await;
+    let server = SiteServer::start(300).await;
+    let expected = server.site.expected();
+    let politeness = [
+        ("TRAWL_POLITENESS__MIN_DELAY_MS", "0"),
+        ("TRAWL_POLITENESS__MAX_CONCURRENT_PER_HOST", "32"),
+    ];
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let crawl = tokio::process::Command::from(crate::trawl_command(dirs[0].path()))
+        .envs(politeness)
+        .args([
+            "crawl",
+            "--no-pools",
+            "--quiet",
+            "--sitemap",
+            "--allow-private-network",
+            "--max-pages",
+            "100000",
+            "--max-depth",
+        ])
+        .arg(expected.max_depth.to_string())
+        .arg(server.url("/p/0"))
+        .env("REDIS_URL", redis.url())
+        .env("DATABASE_URL", &db.url)
+        .env("TRAWL_NAMESPACE", NAMESPACE)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("trawl crawl starts");
+    let workers = [
+        worker_with(dirs[1].path(), &redis, &db, &politeness),
+        worker_with(dirs[2].path(), &redis, &db, &politeness),
+    ];
+    let output = tokio::time::timeout(Duration::from_secs(240), crawl.wait_with_output())
+        .await
+        .expect("the crawl completes")
+        .expect("trawl crawl runs");
+    for worker in workers {
+        stop(worker).await;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let id = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("done: crawl "))
+        .and_then(|rest| rest.split(':').next())
+        .expect("the summary names the crawl");
+    let record = store.crawl(id).await.expect("reads").expect("exists");
+    let c = record.counters;
+    assert_eq!(
+        (c.fetched, c.failed, c.skipped_duplicate, c.skipped_robots),
+        (
+            expected.unique_documents,
+            expected.dead_links,
+            expected.duplicates,
+            expected.private_pages
+        ),
+        "{c:?}"
+    );
+
+    let mut stored = std::collections::BTreeSet::new();
+    let mut cursor = 0;
+    loop {
+        let pages = store
+            .export_pages(None, None, Some(id), cursor, 500)
+            .await
+            .expect("reads");
+        let Some((_, last)) = pages.last() else {
+            break;
+        };
+        cursor = *last;
+        for (page, _) in pages {
+            let path = page
+                .url
+                .strip_prefix(server.site.origin())
+                .expect("a page of the site")
+                .to_owned();
+            assert!(stored.insert(path.clone()), "{path} stored twice");
+        }
+    }
+    assert_eq!(stored, server.site.unique_paths());
+
+    let requests = server.requests();
+    assert!(
+        !requests.keys().any(|path| path.starts_with("/private/")),
+        "robots.txt disallowed /private/"
+    );
+    let twice: Vec<_> = requests
+        .iter()
+        .filter(|(path, n)| **n > 1 && *path != "/robots.txt" && !path.starts_with("/sitemap"))
+        .collect();
+    assert!(twice.is_empty(), "requested twice: {twice:?}");
+    for dead in 0..expected.dead_links {
+        assert_eq!(
+            requests.get(&format!("/gone/{dead}")),
+            Some(&1),
+            "dead link {dead}"
+        );
+    }
 }

@@ -38,6 +38,7 @@
 //!   [`FixtureServer`] is dropped.
 
 pub mod browser;
+pub mod crawl_site;
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
