@@ -516,16 +516,7 @@ async fn run_fetch(
             if let Some((plan, _)) = &crawl
                 && error.code == ErrorCode::DuplicateContent
             {
-                context
-                    .store
-                    .count_crawl(
-                        &plan.id,
-                        &store::CrawlCounters {
-                            skipped_duplicate: 1,
-                            ..store::CrawlCounters::default()
-                        },
-                    )
-                    .await?;
+                count_duplicate(context, &plan.id).await?;
             }
             return Ok(Err(error));
         }
@@ -717,16 +708,7 @@ async fn follow_links(
         _ => None,
     };
     if let Some((evidence, message)) = redirected_to_known.or(known_canonical) {
-        context
-            .store
-            .count_crawl(
-                &plan.id,
-                &store::CrawlCounters {
-                    skipped_duplicate: 1,
-                    ..store::CrawlCounters::default()
-                },
-            )
-            .await?;
+        count_duplicate(context, &plan.id).await?;
         let mut error = JobError::new(ErrorCode::DuplicateContent, message);
         error.evidence = Some(evidence.to_string());
         return Ok(Some(error));
@@ -745,6 +727,20 @@ async fn follow_links(
             detail: error.to_string(),
         }),
     }
+}
+
+/// Counts a crawl page found to be a duplicate (it ends `duplicate_content`).
+async fn count_duplicate(context: &Context, crawl_id: &str) -> Result<(), store::Error> {
+    context
+        .store
+        .count_crawl(
+            crawl_id,
+            &store::CrawlCounters {
+                skipped_duplicate: 1,
+                ..store::CrawlCounters::default()
+            },
+        )
+        .await
 }
 
 /// Checks a fetch job's URL and returns its cache key: the normalised URL and the hash of the

@@ -509,6 +509,29 @@ async fn a_job_that_kills_its_worker_every_time_ends_dead_and_the_rest_complete(
     }
 }
 
+/// `trawl crawl --no-pools --quiet --allow-private-network ARGS…` on the cluster: it queues
+/// the crawl for the workers and follows it (its stdout is piped).
+fn crawl_client(
+    data_dir: &std::path::Path,
+    redis: &RedisServer,
+    db: &TestDb,
+    env: &[(&str, &str)],
+    args: &[String],
+) -> tokio::process::Child {
+    tokio::process::Command::from(crate::trawl_command(data_dir))
+        .envs(env.iter().copied())
+        .args(["crawl", "--no-pools", "--quiet", "--allow-private-network"])
+        .args(args)
+        .env("REDIS_URL", redis.url())
+        .env("DATABASE_URL", &db.url)
+        .env("TRAWL_NAMESPACE", NAMESPACE)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("trawl crawl starts")
+}
+
 /// A crawl queued by `trawl crawl --no-pools`, worked by a `trawl work` that is stopped
 /// (SIGTERM) mid-crawl and then by another: the crawl completes, robots.txt disallows,
 /// redirects and dead links included, and no page is requested twice.
@@ -527,29 +550,21 @@ async fn a_crawl_interrupted_and_resumed_fetches_nothing_twice() {
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),
     ];
-    let crawl = tokio::process::Command::from(crate::trawl_command(dirs[0].path()))
-        .envs(politeness)
-        .args([
-            "crawl",
-            "--no-pools",
-            "--quiet",
-            "--allow-private-network",
-            "--max-depth",
-            "8",
-            "--max-pages",
-            "150",
-        ])
-        .arg(server.url("/site/1"))
-        .arg(server.url("/redirect?to=/article/2&code=301"))
-        .arg(server.url("/status/404"))
-        .env("REDIS_URL", redis.url())
-        .env("DATABASE_URL", &db.url)
-        .env("TRAWL_NAMESPACE", NAMESPACE)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("trawl crawl starts");
+    let crawl = crawl_client(
+        dirs[0].path(),
+        &redis,
+        &db,
+        &politeness,
+        &[
+            "--max-depth".to_owned(),
+            "8".to_owned(),
+            "--max-pages".to_owned(),
+            "150".to_owned(),
+            server.url("/site/1"),
+            server.url("/redirect?to=/article/2&code=301"),
+            server.url("/status/404"),
+        ],
+    );
 
     let first = worker_with(dirs[1].path(), &redis, &db, &politeness);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -714,28 +729,20 @@ async fn a_distributed_crawl_stores_exactly_the_sites_unique_documents() {
         tempfile::tempdir().expect("tempdir"),
         tempfile::tempdir().expect("tempdir"),
     ];
-    let crawl = tokio::process::Command::from(crate::trawl_command(dirs[0].path()))
-        .envs(politeness)
-        .args([
-            "crawl",
-            "--no-pools",
-            "--quiet",
-            "--sitemap",
-            "--allow-private-network",
-            "--max-pages",
-            "100000",
-            "--max-depth",
-        ])
-        .arg(expected.max_depth.to_string())
-        .arg(server.url("/p/0"))
-        .env("REDIS_URL", redis.url())
-        .env("DATABASE_URL", &db.url)
-        .env("TRAWL_NAMESPACE", NAMESPACE)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("trawl crawl starts");
+    let crawl = crawl_client(
+        dirs[0].path(),
+        &redis,
+        &db,
+        &politeness,
+        &[
+            "--sitemap".to_owned(),
+            "--max-pages".to_owned(),
+            "100000".to_owned(),
+            "--max-depth".to_owned(),
+            expected.max_depth.to_string(),
+            server.url("/p/0"),
+        ],
+    );
     let workers = [
         worker_with(dirs[1].path(), &redis, &db, &politeness),
         worker_with(dirs[2].path(), &redis, &db, &politeness),
