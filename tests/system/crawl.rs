@@ -1,6 +1,8 @@
-//! Crawls with real parts: the fixture site's pages linking to each other, robots.txt, the
-//! page budget, globs, canonical duplicates, cancel; the API's crawl routes; and the real
-//! binary's `trawl crawl`.
+//! Crawls with real parts: the fixture site's pages linking to each other, robots.txt (also
+//! unreachable, and on redirects), the page budget, globs, canonical and redirect duplicates,
+//! cancel, the cache; each on the embedded engines and on the distributed ones (PostgreSQL,
+//! Redis, the shared politeness gate). Also the politeness gate shared through Redis and the
+//! real binary's `trawl crawl`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,47 @@ use trawl_workers::job::CrawlSpec;
 use trawl_workers::testing::FixtureServer;
 
 use crate::context_in;
+use crate::engines::TestDb;
+use crate::queue::RedisServer;
+
+/// Where a crawl test runs: the embedded engines (SQLite store and queue, this process's
+/// politeness gate) or the distributed ones (PostgreSQL in a fresh database, a test-owned
+/// Redis for the queue and the shared politeness gate).
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Embedded,
+    Distributed,
+}
+
+/// Runs each named `async fn(Backend)` on both: `NAME::embedded` and `NAME::distributed`.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn embedded() {
+                    super::$name(super::Backend::Embedded).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn distributed() {
+                    super::$name(super::Backend::Distributed).await;
+                }
+            }
+        )*
+    };
+}
+
+on_both_backends!(
+    a_crawl_follows_links_within_its_budget_globs_and_robots_txt,
+    canonical_and_redirect_duplicates_are_stored_once_and_depth_zero_fetches_the_seeds_only,
+    a_redirect_into_a_disallowed_path_is_not_followed,
+    an_unreachable_robots_txt_makes_pages_wait_not_pass,
+    pages_whose_robots_txt_stays_unreachable_end_robots_unreachable,
+    a_cancelled_crawl_queues_nothing_more,
+    bad_crawl_specs_are_refused_before_anything_is_recorded,
+    a_second_crawl_follows_links_from_cached_pages,
+);
 
 /// A context whose crawl pages queue their links, with no politeness delay, and its pool.
 struct Crawler {
@@ -20,11 +63,14 @@ struct Crawler {
     queue: Queue,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     pool: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    _redis: Option<RedisServer>,
+    _db: Option<TestDb>,
 }
 
 impl Crawler {
-    async fn start(dir: &std::path::Path) -> Crawler {
+    async fn start(backend: Backend, dir: &std::path::Path) -> Crawler {
         Crawler::with_politeness(
+            backend,
             dir,
             politeness::Config {
                 min_delay_ms: 0,
@@ -35,21 +81,46 @@ impl Crawler {
         .await
     }
 
-    async fn with_politeness(dir: &std::path::Path, politeness: politeness::Config) -> Crawler {
+    async fn with_politeness(
+        backend: Backend,
+        dir: &std::path::Path,
+        politeness: politeness::Config,
+    ) -> Crawler {
         let config = runner::Config {
             concurrency: 8,
             ..runner::Config::default()
         };
-        let queue = Queue::open(
-            &dir.join("queue.sqlite"),
-            "crawl-test",
-            config.queue_settings(),
-        )
-        .await
-        .expect("queue opens");
-        let mut context = (*context_in(dir, config).await).clone();
+        let namespace = format!("crawl-test-{}", ulid::Ulid::generate()).to_lowercase();
+        let (context, queue, crawls, redis, db) = match backend {
+            Backend::Embedded => {
+                let queue = Queue::open(
+                    &dir.join("queue.sqlite"),
+                    &namespace,
+                    config.queue_settings(),
+                )
+                .await
+                .expect("queue opens");
+                let context = context_in(dir, config).await;
+                let crawls = trawl::crawl::Crawls::new(&politeness);
+                (context, queue, crawls, None, None)
+            }
+            Backend::Distributed => {
+                let redis = RedisServer::start("noeviction");
+                let db = TestDb::postgres().await;
+                let queue = Queue::connect_redis(&redis.url(), &namespace, config.queue_settings())
+                    .await
+                    .expect("queue connects");
+                let context = crate::context_with(db.open().await, config);
+                let gate = trawl::crawl::SharedGate::connect(&redis.url(), &namespace, &politeness)
+                    .await
+                    .expect("gate connects");
+                let crawls = trawl::crawl::Crawls::new(&politeness).with_shared_gate(gate);
+                (context, queue, crawls, Some(redis), Some(db))
+            }
+        };
+        let mut context = (*context).clone();
         context.queue = Some(queue.clone());
-        context.crawls = Arc::new(trawl::crawl::Crawls::new(&politeness));
+        context.crawls = Arc::new(crawls);
         let context = Arc::new(context);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let pool_context = context.clone();
@@ -65,6 +136,8 @@ impl Crawler {
             queue,
             stop: Some(stop),
             pool: Some(pool),
+            _redis: redis,
+            _db: db,
         }
     }
 
@@ -130,12 +203,11 @@ async fn fetched_urls(
     urls
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt() {
+async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     let record = crawler
         .crawl(CrawlSpec {
             max_pages: 25,
@@ -178,11 +250,12 @@ async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt() {
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn canonical_and_redirect_duplicates_are_stored_once_and_depth_zero_fetches_the_seeds_only() {
+async fn canonical_and_redirect_duplicates_are_stored_once_and_depth_zero_fetches_the_seeds_only(
+    backend: Backend,
+) {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     // The second seed is the first page under another URL: its canonical link says so. The
     // third redirects to it: whichever runs first, the article's URL was seen when the seeds
     // were queued, so the redirect is not followed.
@@ -221,12 +294,11 @@ async fn canonical_and_redirect_duplicates_are_stored_once_and_depth_zero_fetche
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_redirect_into_a_disallowed_path_is_not_followed() {
+async fn a_redirect_into_a_disallowed_path_is_not_followed(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(200, "User-agent: *\nDisallow: /article/\n");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     let record = crawler
         .crawl(CrawlSpec {
             max_depth: 0,
@@ -248,12 +320,11 @@ async fn a_redirect_into_a_disallowed_path_is_not_followed() {
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_robots_txt_makes_pages_wait_not_pass() {
+async fn an_unreachable_robots_txt_makes_pages_wait_not_pass(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(503, "down for maintenance");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     let id = trawl::crawl::start(
         &crawler.context,
         &crawler.queue,
@@ -288,12 +359,12 @@ async fn an_unreachable_robots_txt_makes_pages_wait_not_pass() {
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pages_whose_robots_txt_stays_unreachable_end_robots_unreachable() {
+async fn pages_whose_robots_txt_stays_unreachable_end_robots_unreachable(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(500, "broken");
     let dir = tempfile::tempdir().expect("tempdir");
     let crawler = Crawler::with_politeness(
+        backend,
         dir.path(),
         politeness::Config {
             min_delay_ms: 0,
@@ -319,11 +390,10 @@ async fn pages_whose_robots_txt_stays_unreachable_end_robots_unreachable() {
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_crawl_queues_nothing_more() {
+async fn a_cancelled_crawl_queues_nothing_more(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     let id = trawl::crawl::start(
         &crawler.context,
         &crawler.queue,
@@ -379,10 +449,9 @@ async fn a_cancelled_crawl_queues_nothing_more() {
     crawler.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_crawl_specs_are_refused_before_anything_is_recorded() {
+async fn bad_crawl_specs_are_refused_before_anything_is_recorded(backend: Backend) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     for spec in [
         CrawlSpec::new(vec![]),
         CrawlSpec::new(vec!["ftp://example.com/".to_owned()]),
@@ -445,11 +514,10 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no-slash"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_crawl_follows_links_from_cached_pages() {
+async fn a_second_crawl_follows_links_from_cached_pages(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
-    let crawler = Crawler::start(dir.path()).await;
+    let crawler = Crawler::start(backend, dir.path()).await;
     let spec = CrawlSpec {
         max_pages: 6,
         max_depth: 4,

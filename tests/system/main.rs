@@ -26,6 +26,11 @@ pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Contex
     let store = Store::open(&dir.join("trawl.sqlite"))
         .await
         .expect("store opens");
+    context_with(store, runner_config)
+}
+
+/// [`context_in`] over a given store.
+pub fn context_with(store: Store, runner_config: runner::Config) -> Arc<Context> {
     let policy = web::Policy {
         allow_private_network: true,
         ..web::Policy::default()
