@@ -50,9 +50,13 @@
 #![allow(clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/knobs.rs"]
+#[allow(dead_code, reason = "the archive benchmark reads only counts")]
+mod knobs;
 #[path = "common/labelled.rs"]
 mod labelled;
 
+use knobs::env_number;
 use labelled::{Page, load};
 
 use std::collections::{HashMap, HashSet};
@@ -174,19 +178,13 @@ impl Settings {
     }
 }
 
-/// A count from the environment (`1_000_000` and `1,000,000` accepted), or `default`.
+/// A count from the environment (`1_000_000` and `1,000,000` accepted), or `default`; exits
+/// with the error when it is not a number.
 fn number(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace(['_', ','], "")
-            .parse()
-            .unwrap_or_else(|_| {
-                eprintln!("archive bench: {name}={value:?} is not a number");
-                std::process::exit(2);
-            }),
-        Err(_) => default,
-    }
+    env_number(name, default).unwrap_or_else(|error| {
+        eprintln!("archive bench: {error}");
+        std::process::exit(2);
+    })
 }
 
 // ---------- the labelled set ----------

@@ -52,24 +52,39 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/figures.rs"]
+mod figures;
+#[path = "common/knobs.rs"]
+#[allow(
+    dead_code,
+    reason = "its counts are checked together, not with env_positive"
+)]
+mod knobs;
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/process.rs"]
+mod process;
+#[path = "common/redis.rs"]
+mod redis_server;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use nginx::{Nginx, find_in_path, free_port};
+use figures::{against_target, load_average, median, verdict};
+use knobs::{arg_number, env_flag, env_list, env_number};
+use nginx::{Nginx, find_in_path};
+use process::{GNU_TIME, Group, Usage, read_usage, tail, timed_trawl, trawl_bin};
+use redis_server::RedisServer;
 use trawl_workers::testing::crawl_site::{CrawlSite, Expected};
 
 type Result<T> = std::result::Result<T, String>;
 
-const GNU_TIME: &str = "/usr/bin/time";
 const DEFAULT_PAGES: u64 = 10_000;
 const TARGET_PAGES_PER_SEC: f64 = 400.0;
 const TARGET_RSS_MB: f64 = 300.0;
@@ -77,12 +92,6 @@ const TARGET_RSS_MB: f64 = 300.0;
 const TARGET_DISTRIBUTED_SHARE: f64 = 0.9;
 /// RSS samples before this many seconds are the warm-up.
 const WARM_UP_SAMPLES: usize = 3;
-
-/// The trawl binary under test: this build's, or `TRAWL_BENCH_BIN`.
-fn trawl_bin() -> PathBuf {
-    std::env::var_os("TRAWL_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trawl")), PathBuf::from)
-}
 
 fn main() -> ExitCode {
     match bench() {
@@ -120,24 +129,11 @@ struct Settings {
     pg_host: String,
 }
 
-fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Result<T> {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .replace(['_', ','], "")
-            .parse::<T>()
-            .map_err(|_| format!("{name}={value:?} is not a number")),
-        Err(_) => Ok(default),
-    }
-}
-
 fn settings() -> Result<Settings> {
     let mut pages = env_number("TRAWL_BENCH_PAGES", DEFAULT_PAGES)?;
     // `cargo bench` passes `--bench`; a bare number is the site size.
-    for arg in std::env::args().skip(1) {
-        if let Ok(n) = arg.replace('_', "").parse::<u64>() {
-            pages = n;
-        }
+    if let Some(n) = arg_number() {
+        pages = n;
     }
     if pages == 0 {
         return Err("the site needs at least one page".to_owned());
@@ -156,24 +152,18 @@ fn settings() -> Result<Settings> {
             "{workers} workers × {concurrency} fetch slots is above politeness.max_concurrent_per_host's 1024"
         ));
     }
-    let modes = match std::env::var("TRAWL_BENCH_MODES") {
-        Ok(value) => value
-            .split(',')
-            .map(str::trim)
-            .filter(|mode| !mode.is_empty())
-            .map(|mode| match mode {
-                "embedded" => Ok(Mode::Embedded),
-                "distributed" => Ok(Mode::Distributed),
-                other => Err(format!(
-                    "TRAWL_BENCH_MODES: unknown mode {other:?} (embedded, distributed)"
-                )),
-            })
-            .collect::<Result<Vec<_>>>()?,
-        Err(_) => vec![Mode::Embedded, Mode::Distributed],
-    };
-    if modes.is_empty() {
-        return Err("TRAWL_BENCH_MODES names no mode".to_owned());
-    }
+    let modes = env_list(
+        "TRAWL_BENCH_MODES",
+        "embedded,distributed",
+        "mode",
+        |mode| match mode {
+            "embedded" => Ok(Mode::Embedded),
+            "distributed" => Ok(Mode::Distributed),
+            other => Err(format!(
+                "TRAWL_BENCH_MODES: unknown mode {other:?} (embedded, distributed)"
+            )),
+        },
+    )?;
     Ok(Settings {
         pages,
         runs,
@@ -187,30 +177,13 @@ fn settings() -> Result<Settings> {
     })
 }
 
-fn env_flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no"))
-}
-
 fn bench() -> Result<()> {
     common::print_machine();
     let settings = settings()?;
     check_tools(&settings)?;
-    let tmp = tempfile::Builder::new()
-        .prefix("trawl-crawl-bench-")
-        .tempdir()
-        .map_err(|e| format!("creating a temporary directory: {e}"))?;
-    let root = tmp.path().to_owned();
-    // nginx's worker may run as another user: let it reach the site.
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("chmod {}: {e}", root.display()))?;
-    let result = bench_in(&settings, &root);
-    if settings.keep {
-        let kept = tmp.keep();
-        eprintln!("kept {}", kept.display());
-    } else if let Err(error) = tmp.close() {
-        eprintln!("warning: could not remove {}: {error}", root.display());
-    }
-    result
+    nginx::with_site_root("trawl-crawl-bench-", settings.keep, |root| {
+        bench_in(&settings, root)
+    })
 }
 
 fn check_tools(settings: &Settings) -> Result<()> {
@@ -227,18 +200,7 @@ fn check_tools(settings: &Settings) -> Result<()> {
             return Err(format!("{tool} not found: install it with `{install}`"));
         }
     }
-    if !Path::new(GNU_TIME).exists() {
-        return Err(format!(
-            "{GNU_TIME} not found: install GNU time with `apt-get install -y time`"
-        ));
-    }
-    if !trawl_bin().is_file() {
-        return Err(format!(
-            "the trawl binary {} is missing",
-            trawl_bin().display()
-        ));
-    }
-    Ok(())
+    process::check_gnu_time_and_trawl()
 }
 
 fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
@@ -325,15 +287,6 @@ struct Bench<'a> {
     expected: Expected,
     nginx: &'a Nginx,
     root: &'a Path,
-}
-
-/// One trawl process measured by GNU time.
-#[derive(Debug, Clone, Default)]
-struct Usage {
-    wall: f64,
-    user: f64,
-    sys: f64,
-    rss_kb: u64,
 }
 
 /// VmRSS samples of one process, in kB, one a second.
@@ -528,32 +481,31 @@ impl Bench<'_> {
         let summary = parse_summary(&crawl.stdout)
             .map_err(|e| format!("embedded run {index}: {e}\n{}", crawl.output_tail()))?;
         let rows = sqlite_pages(&data.join("trawl.sqlite"))?;
-        let mut run = Run {
-            mode: Mode::Embedded,
-            index,
-            crawl: crawl.usage.clone(),
-            fetchers: vec![(
-                "trawl crawl".to_owned(),
-                crawl.usage,
-                samples.into_iter().next().unwrap_or_default(),
-            )],
-            summary,
-            stored_rows: 0,
-            log_notes: Vec::new(),
-            failures: Vec::new(),
-        };
-        self.check_store(&mut run, &rows);
-        Ok(run)
+        let fetchers = vec![(
+            "trawl crawl".to_owned(),
+            crawl.usage.clone(),
+            samples.into_iter().next().unwrap_or_default(),
+        )];
+        Ok(self.checked_run(Mode::Embedded, index, crawl.usage, fetchers, summary, &rows))
     }
 
     fn run_distributed(&self, dir: &Path, index: usize) -> Result<Run> {
-        let redis = Redis::start(dir)?;
+        let redis = RedisServer::start(
+            &find_in_path("redis-server").ok_or("redis-server not found")?,
+            dir,
+            &dir.join("redis.log"),
+        )?;
+        eprintln!(
+            "redis-server (pid {}) on 127.0.0.1:{}",
+            redis.pid(),
+            redis.port
+        );
         let database = Database::create(&self.settings.pg_host, index)?;
         let database_url = format!(
             "postgres://postgres@localhost/{}?host={}",
             database.name, self.settings.pg_host
         );
-        let redis_url = format!("redis://127.0.0.1:{}/", redis.port);
+        let redis_url = redis.url();
         let env = |command: &mut Command| {
             command
                 .envs(self.trawl_env(Mode::Distributed))
@@ -607,18 +559,38 @@ impl Bench<'_> {
         let rows = psql_pages(&self.settings.pg_host, &database.name)?;
         drop(database);
         drop(redis);
-        let mut run = Run {
-            mode: Mode::Distributed,
+        Ok(self.checked_run(
+            Mode::Distributed,
             index,
-            crawl: crawl.usage,
+            crawl.usage,
+            fetchers,
+            summary,
+            &rows,
+        ))
+    }
+
+    /// The run, its counters and stored pages (`rows`) checked by [`Bench::check_store`].
+    fn checked_run(
+        &self,
+        mode: Mode,
+        index: usize,
+        crawl: Usage,
+        fetchers: Vec<(String, Usage, Samples)>,
+        summary: Summary,
+        rows: &[(String, String)],
+    ) -> Run {
+        let mut run = Run {
+            mode,
+            index,
+            crawl,
             fetchers,
             summary,
             stored_rows: 0,
             log_notes: Vec::new(),
             failures: Vec::new(),
         };
-        self.check_store(&mut run, &rows);
-        Ok(run)
+        self.check_store(&mut run, rows);
+        run
     }
 
     /// Checks the crawl's counters and the stored pages against the site.
@@ -808,17 +780,6 @@ fn embedded_env(command: &mut Command) {
     }
 }
 
-/// `/usr/bin/time -f "%e %U %S %M" -o FILE trawl`.
-fn timed_trawl(time_file: &Path) -> Command {
-    let mut command = Command::new(GNU_TIME);
-    command
-        .arg("-o")
-        .arg(time_file)
-        .args(["-f", "%e %U %S %M"])
-        .arg(trawl_bin());
-    command
-}
-
 /// `/usr/bin/time -v -o FILE trawl`.
 fn timed_trawl_verbose(time_file: &Path) -> Command {
     let mut command = Command::new(GNU_TIME);
@@ -830,10 +791,8 @@ fn timed_trawl_verbose(time_file: &Path) -> Command {
 /// output in files; killed with its group if dropped while running.
 struct Proc {
     name: String,
-    child: Child,
+    group: Group,
     time_file: PathBuf,
-    out_path: PathBuf,
-    err_path: PathBuf,
 }
 
 /// A process that ended.
@@ -855,40 +814,21 @@ impl Done {
 
 impl Proc {
     fn spawn(mut command: Command, time_file: &Path, dir: &Path, name: &str) -> Result<Proc> {
-        let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
-        let stdout = std::fs::File::create(&out_path).map_err(|e| format!("{e}"))?;
-        let stderr = std::fs::File::create(&err_path).map_err(|e| format!("{e}"))?;
-        for (var, _) in std::env::vars_os() {
-            if var.to_string_lossy().starts_with("TRAWL_BENCH_") {
-                command.env_remove(var);
-            }
-        }
-        let child = command
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("starting {name} ({command:?}): {e}"))?;
+        command.current_dir(dir);
         Ok(Proc {
             name: name.to_owned(),
-            child,
+            group: Group::spawn(&mut command, dir, Some(name))?,
             time_file: time_file.to_owned(),
-            out_path,
-            err_path,
         })
     }
 
     /// The trawl process under GNU time.
     fn trawl_pid(&self) -> Option<u32> {
-        let pid = self.child.id();
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
+        first_child(self.group.child.id())
     }
 
     fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err_path).unwrap_or_default()
+        self.group.stderr()
     }
 
     /// Waits until the process writes `needle` to stderr.
@@ -898,7 +838,7 @@ impl Proc {
             if self.stderr().contains(needle) {
                 return Ok(());
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.group.child.try_wait() {
                 return Err(format!(
                     "{} exited with {status} before it was ready:\n{}",
                     self.name,
@@ -924,24 +864,12 @@ impl Proc {
         let mut watch: Vec<u32> = watch.to_vec();
         let mut samples: Vec<Samples> = vec![Samples::default(); watch.len().max(1)];
         let mut next_sample = Instant::now() + Duration::from_secs(1);
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let stderr = self.stderr();
-                    drop(self); // kills the group
-                    return Err(format!(
-                        "the crawl did not finish within {limit:?} (TRAWL_BENCH_TIMEOUT); killed.\n--- stderr ---\n{}",
-                        tail(&stderr, 40)
-                    ));
-                }
-                Ok(None) => {}
-                Err(e) => return Err(format!("waiting for {}: {e}", self.name)),
-            }
+        let time_pid = self.group.child.id();
+        let tick = || {
             if Instant::now() >= next_sample {
                 next_sample += Duration::from_secs(1);
                 if watch.is_empty()
-                    && let Some(pid) = self.trawl_pid()
+                    && let Some(pid) = first_child(time_pid)
                 {
                     watch.push(pid);
                 }
@@ -951,8 +879,13 @@ impl Proc {
                     }
                 }
             }
-            std::thread::sleep(Duration::from_millis(20));
         };
+        let status = self.wait_or_kill(deadline, tick, |stderr| {
+            format!(
+                "the crawl did not finish within {limit:?} (TRAWL_BENCH_TIMEOUT); killed.\n--- stderr ---\n{}",
+                tail(stderr, 40)
+            )
+        })?;
         let done = self.collect()?;
         if !status.success() {
             return Err(format!(
@@ -972,23 +905,17 @@ impl Proc {
                 .args(["-TERM", &pid.to_string()])
                 .status();
         }
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let stderr = self.stderr();
-                    let name = self.name.clone();
-                    drop(self);
-                    return Err(format!(
-                        "{name} did not stop within {limit:?} of SIGTERM; killed.\n{}",
-                        tail(&stderr, 30)
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(format!("waiting for {}: {e}", self.name)),
-            }
-        };
+        let name = self.name.clone();
+        let status = self.wait_or_kill(
+            Instant::now() + limit,
+            || {},
+            |stderr| {
+                format!(
+                    "{name} did not stop within {limit:?} of SIGTERM; killed.\n{}",
+                    tail(stderr, 30)
+                )
+            },
+        )?;
         let done = self.collect()?;
         // GNU time reports a child killed by a signal; trawl exits 0 on SIGTERM.
         if !status.success() {
@@ -1001,65 +928,38 @@ impl Proc {
         Ok(done)
     }
 
+    /// Waits for the process to end, calling `tick` meanwhile; at `deadline` kills its group
+    /// and fails with `timed_out` of what it wrote to stderr.
+    fn wait_or_kill(
+        &mut self,
+        deadline: Instant,
+        tick: impl FnMut(),
+        timed_out: impl FnOnce(&str) -> String,
+    ) -> Result<std::process::ExitStatus> {
+        match self.group.wait_until(deadline, tick) {
+            Ok(Some(status)) => Ok(status),
+            Ok(None) => {
+                let stderr = self.stderr();
+                self.group.kill();
+                Err(timed_out(&stderr))
+            }
+            Err(e) => Err(format!("waiting for {}: {e}", self.name)),
+        }
+    }
+
     fn collect(&self) -> Result<Done> {
-        let times = std::fs::read_to_string(&self.time_file)
-            .map_err(|e| format!("reading {}: {e}", self.time_file.display()))?;
         Ok(Done {
-            usage: parse_time(&times)
-                .ok_or_else(|| format!("cannot read GNU time's output {times:?}"))?,
-            stdout: std::fs::read_to_string(&self.out_path).unwrap_or_default(),
+            usage: read_usage(&self.time_file)?,
+            stdout: self.group.stdout(),
             stderr: self.stderr(),
         })
     }
 }
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // The group is the child's own PID (process_group(0)).
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.child.id())])
-                .status();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// GNU time's output: `-f "%e %U %S %M"`, or `-v`.
-fn parse_time(text: &str) -> Option<Usage> {
-    if text.contains("Maximum resident set size") {
-        let field = |label: &str| -> Option<&str> {
-            text.lines()
-                .find_map(|line| line.trim().strip_prefix(label))
-                .map(str::trim)
-        };
-        let wall = field("Elapsed (wall clock) time (h:mm:ss or m:ss):")?
-            .split(':')
-            .try_fold(0.0, |acc, part| {
-                part.parse::<f64>().ok().map(|v| acc * 60.0 + v)
-            })?;
-        return Some(Usage {
-            wall,
-            user: field("User time (seconds):")?.parse().ok()?,
-            sys: field("System time (seconds):")?.parse().ok()?,
-            rss_kb: field("Maximum resident set size (kbytes):")?.parse().ok()?,
-        });
-    }
-    let fields: Vec<f64> = text
-        .lines()
-        .last()?
-        .split_whitespace()
-        .map(|value| value.parse().ok())
-        .collect::<Option<_>>()?;
-    match fields[..] {
-        [wall, user, sys, rss] => Some(Usage {
-            wall,
-            user,
-            sys,
-            rss_kb: rss as u64,
-        }),
-        _ => None,
-    }
+/// The first child of process `pid` (the trawl under GNU time).
+fn first_child(pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
 }
 
 fn vm_rss_kb(pid: u32) -> Option<u64> {
@@ -1152,82 +1052,6 @@ fn rows(output: std::process::Output, tool: &str) -> Result<Vec<(String, String)
         .collect())
 }
 
-/// A `redis-server` of its own on a free loopback port, without persistence; stopped by its
-/// PID when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    fn start(dir: &Path) -> Result<Redis> {
-        let port = free_port()?;
-        let log = std::fs::File::create(dir.join("redis.log")).map_err(|e| format!("{e}"))?;
-        let child = Command::new(find_in_path("redis-server").ok_or("redis-server not found")?)
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--maxmemory-policy", "noeviction"])
-            .arg("--dir")
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| format!("{e}"))?)
-            .stderr(log)
-            .process_group(0)
-            .spawn()
-            .map_err(|e| format!("starting redis-server: {e}"))?;
-        let mut redis = Redis { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                use std::io::{Read as _, Write as _};
-                let mut answer = [0_u8; 16];
-                if stream.write_all(b"PING\r\n").is_ok()
-                    && stream
-                        .read(&mut answer)
-                        .is_ok_and(|n| answer[..n].starts_with(b"+PONG"))
-                {
-                    eprintln!(
-                        "redis-server (pid {}) on 127.0.0.1:{port}",
-                        redis.child.id()
-                    );
-                    return Ok(redis);
-                }
-            }
-            if let Ok(Some(status)) = redis.child.try_wait() {
-                let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
-                return Err(format!(
-                    "redis-server exited with {status}: {}",
-                    tail(&log, 10)
-                ));
-            }
-            if Instant::now() >= deadline {
-                return Err("redis-server did not answer PING within 10 s".to_owned());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A fresh PostgreSQL database; dropped (FORCE) when this value is.
 struct Database {
     host: String,
@@ -1275,38 +1099,6 @@ fn psql(host: &str, sql: &str) -> Result<()> {
             String::from_utf8_lossy(&output.stderr).trim()
         ))
     }
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "?".to_owned())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.is_empty() {
-        0.0
-    } else if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "(met)" } else { "(MISSED)" }
 }
 
 /// Prints the report; returns the broken checks of every run.
@@ -1442,11 +1234,7 @@ fn report(
             format!("{name} pages/s"),
             pps,
             ">= 400",
-            format!(
-                "{:.2}x target {}",
-                pps / TARGET_PAGES_PER_SEC,
-                verdict(pps >= TARGET_PAGES_PER_SEC)
-            )
+            against_target(pps, TARGET_PAGES_PER_SEC, pps >= TARGET_PAGES_PER_SEC)
         );
         let _ = writeln!(
             s,
@@ -1462,11 +1250,7 @@ fn report(
             format!("{name} peak RSS MB (per process)"),
             rss,
             "< 300",
-            format!(
-                "{:.2}x target {}",
-                rss / TARGET_RSS_MB,
-                verdict(rss < TARGET_RSS_MB)
-            )
+            against_target(rss, TARGET_RSS_MB, rss < TARGET_RSS_MB)
         );
     }
     if let (Some((embedded, _, _)), Some((distributed, _, _))) =

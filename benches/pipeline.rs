@@ -30,29 +30,33 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
-use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/figures.rs"]
+mod figures;
+#[path = "common/knobs.rs"]
+#[allow(dead_code, reason = "the pipeline benchmark has no list knob")]
+mod knobs;
 #[path = "common/nginx.rs"]
 #[allow(
     dead_code,
     reason = "the access log and origin are for the crawl benchmark"
 )]
 mod nginx;
+#[path = "common/process.rs"]
+mod process;
+#[path = "common/server.rs"]
+mod server;
 
+use figures::{against_target, load_average, median};
+use knobs::{arg_number, env_flag, env_number, env_positive};
 use nginx::{Nginx, find_in_path};
+use process::{Group, Usage, read_usage, tail, timed_trawl, trawl_bin};
 
 type Result<T> = std::result::Result<T, String>;
 
-/// The trawl binary under test: this build's (release), or `TRAWL_BENCH_BIN`.
-fn trawl_bin() -> PathBuf {
-    std::env::var_os("TRAWL_BENCH_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_trawl")), PathBuf::from)
-}
-const GNU_TIME: &str = "/usr/bin/time";
 const DEFAULT_PAGES: u64 = 5_000;
 
 const TARGET_PAGES_PER_SEC: f64 = 400.0;
@@ -79,46 +83,18 @@ struct Settings {
 }
 
 fn settings() -> Result<Settings> {
+    let mut pages = env_number("TRAWL_BENCH_PAGES", DEFAULT_PAGES)?;
     // `cargo bench` passes `--bench`; a bare number is the site size.
-    let mut pages = match std::env::var("TRAWL_BENCH_PAGES") {
-        Ok(value) => Some(
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("TRAWL_BENCH_PAGES={value:?} is not a number"))?,
-        ),
-        Err(_) => None,
-    };
-    let mut profile = env_flag("TRAWL_BENCH_PROFILE");
-    for arg in std::env::args().skip(1) {
-        if arg == "--profile" {
-            profile = true;
-        } else if let Ok(n) = arg.parse::<u64>() {
-            pages = Some(n);
-        }
+    if let Some(n) = arg_number() {
+        pages = n;
     }
-    let pages = pages.unwrap_or(DEFAULT_PAGES);
+    let profile =
+        env_flag("TRAWL_BENCH_PROFILE") || std::env::args().skip(1).any(|arg| arg == "--profile");
     if pages == 0 {
         return Err("the site needs at least one page".to_owned());
     }
-    let runs = match std::env::var("TRAWL_BENCH_RUNS") {
-        Ok(value) => value
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("TRAWL_BENCH_RUNS={value:?} is not a positive number"))?,
-        Err(_) => 3,
-    };
-    let timeout = match std::env::var("TRAWL_BENCH_TIMEOUT") {
-        Ok(value) => Duration::from_secs(
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("TRAWL_BENCH_TIMEOUT={value:?} is not a number"))?,
-        ),
-        Err(_) => Duration::from_secs(600),
-    };
+    let runs = env_positive("TRAWL_BENCH_RUNS", 3)?;
+    let timeout = Duration::from_secs(env_number("TRAWL_BENCH_TIMEOUT", 600)?);
     let callgraph = std::env::var("TRAWL_BENCH_CALLGRAPH").unwrap_or_else(|_| "dwarf".into());
     if !matches!(callgraph.as_str(), "dwarf" | "fp") {
         return Err(format!(
@@ -135,10 +111,6 @@ fn settings() -> Result<Settings> {
     })
 }
 
-fn env_flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "no"))
-}
-
 fn bench() -> Result<()> {
     if let Some(data) = std::env::var_os("TRAWL_BENCH_PERF_DATA") {
         // Only analyse a kept profile (see TRAWL_BENCH_KEEP).
@@ -148,22 +120,9 @@ fn bench() -> Result<()> {
     }
     let settings = settings()?;
     check_tools()?;
-    let tmp = tempfile::Builder::new()
-        .prefix("trawl-bench-")
-        .tempdir()
-        .map_err(|e| format!("creating a temporary directory: {e}"))?;
-    let root = tmp.path().to_owned();
-    // nginx's worker may run as another user: let it reach the site.
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("chmod {}: {e}", root.display()))?;
-    let result = bench_in(&settings, &root);
-    if settings.keep {
-        let kept = tmp.keep();
-        eprintln!("kept {}", kept.display());
-    } else if let Err(error) = tmp.close() {
-        eprintln!("warning: could not remove {}: {error}", root.display());
-    }
-    result
+    nginx::with_site_root("trawl-bench-", settings.keep, |root| {
+        bench_in(&settings, root)
+    })
 }
 
 fn check_tools() -> Result<()> {
@@ -173,18 +132,7 @@ fn check_tools() -> Result<()> {
                 .to_owned(),
         );
     }
-    if !Path::new(GNU_TIME).exists() {
-        return Err(format!(
-            "{GNU_TIME} not found: install GNU time with `apt-get install -y time`"
-        ));
-    }
-    if !trawl_bin().is_file() {
-        return Err(format!(
-            "the trawl binary {} is missing",
-            trawl_bin().display()
-        ));
-    }
-    Ok(())
+    process::check_gnu_time_and_trawl()
 }
 
 fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
@@ -295,13 +243,8 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let (data, out) = (dir.join("data"), dir.join("out"));
     let time_file = dir.join("time.txt");
-    let mut command = Command::new(GNU_TIME);
-    command
-        .arg("-o")
-        .arg(&time_file)
-        .args(["-f", "%e %U %S %M"])
-        .arg(trawl_bin())
-        .args(trawl_args(&data, urls, &out));
+    let mut command = timed_trawl(&time_file);
+    command.args(trawl_args(&data, urls, &out));
     let (status, stdout, stderr) = run_bounded(command, &dir, settings.timeout)?;
     if !status {
         return Err(format!(
@@ -310,21 +253,12 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
             tail(&stderr, 40)
         ));
     }
-    let times = std::fs::read_to_string(&time_file)
-        .map_err(|e| format!("reading {}: {e}", time_file.display()))?;
-    let fields: Vec<&str> = times
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect();
-    let parse = |index: usize| -> Result<f64> {
-        fields
-            .get(index)
-            .and_then(|value| value.parse::<f64>().ok())
-            .ok_or_else(|| format!("cannot read GNU time's output {times:?}"))
-    };
-    let (wall, user, sys, rss_kb) = (parse(0)?, parse(1)?, parse(2)?, parse(3)? as u64);
+    let Usage {
+        wall,
+        user,
+        sys,
+        rss_kb,
+    } = read_usage(&time_file)?;
     if !stderr.trim().is_empty() {
         eprintln!("run {i}: trawl stderr:\n{}", tail(&stderr, 20));
     }
@@ -369,51 +303,19 @@ fn run_bounded(
     dir: &Path,
     limit: Duration,
 ) -> Result<(bool, String, String)> {
-    let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
-    let stdout = std::fs::File::create(&out_path).map_err(|e| format!("{e}"))?;
-    let stderr = std::fs::File::create(&err_path).map_err(|e| format!("{e}"))?;
-    // trawl reads every TRAWL_* variable as configuration and refuses unknown keys.
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("TRAWL_BENCH_") {
-            command.env_remove(name);
+    let mut group = Group::spawn(&mut command, dir, None)?;
+    let status = match group.wait_until(Instant::now() + limit, || {}) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            group.kill();
+            return Err(format!(
+                "{command:?} did not finish within {limit:?} (TRAWL_BENCH_TIMEOUT); killed.\n--- stderr ---\n{}",
+                tail(&group.stderr(), 40)
+            ));
         }
-    }
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("starting {command:?}: {e}"))?;
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let pid = child.id();
-                // The group is the child's own PID (process_group(0)).
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{pid}")])
-                    .status();
-                let _ = child.wait();
-                let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-                return Err(format!(
-                    "{command:?} did not finish within {limit:?} (TRAWL_BENCH_TIMEOUT); killed.\n--- stderr ---\n{}",
-                    tail(&err, 40)
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for {command:?}: {e}")),
-        }
+        Err(e) => return Err(format!("waiting for {command:?}: {e}")),
     };
-    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-    Ok((status.success(), out, err))
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
+    Ok((status.success(), group.stdout(), group.stderr()))
 }
 
 /// Returns (lines, succeeded, errors by code) of a pages.jsonl.
@@ -451,17 +353,6 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "?".to_owned())
-}
-
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -472,16 +363,6 @@ fn cpu_model() -> String {
                 .map(|(_, model)| model.trim().to_owned())
         })
         .unwrap_or_else(|| "?".to_owned())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
 }
 
 fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, after: &str) {
@@ -545,11 +426,7 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "pages/s",
         pps,
         ">= 400",
-        format!(
-            "{:.2}x target {}",
-            pps / TARGET_PAGES_PER_SEC,
-            verdict(pps >= TARGET_PAGES_PER_SEC)
-        )
+        against_target(pps, TARGET_PAGES_PER_SEC, pps >= TARGET_PAGES_PER_SEC)
     );
     let _ = writeln!(
         s,
@@ -557,11 +434,7 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "CPU ms/page",
         cpu,
         "<= 2.5",
-        format!(
-            "{:.2}x target {}",
-            cpu / TARGET_CPU_MS_PER_PAGE,
-            verdict(cpu <= TARGET_CPU_MS_PER_PAGE)
-        )
+        against_target(cpu, TARGET_CPU_MS_PER_PAGE, cpu <= TARGET_CPU_MS_PER_PAGE)
     );
     let _ = writeln!(
         s,
@@ -569,11 +442,7 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         "peak RSS MB",
         rss,
         "< 300",
-        format!(
-            "{:.2}x target {}",
-            rss / TARGET_RSS_MB,
-            verdict(rss < TARGET_RSS_MB)
-        )
+        against_target(rss, TARGET_RSS_MB, rss < TARGET_RSS_MB)
     );
     let failed: Vec<String> = runs
         .iter()
@@ -589,10 +458,6 @@ fn report(settings: &Settings, site_bytes: u64, runs: &[Run], before: &str, afte
         );
     }
     println!("{s}");
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "(met)" } else { "(MISSED)" }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -55,11 +55,26 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/figures.rs"]
+#[allow(
+    dead_code,
+    reason = "the queue benchmark's report has no verdicts or load average"
+)]
+mod figures;
+#[path = "common/knobs.rs"]
+#[allow(
+    dead_code,
+    reason = "the queue benchmark's knobs are positive counts and lists"
+)]
+mod knobs;
+#[path = "common/redis.rs"]
+mod redis_server;
+#[path = "common/server.rs"]
+mod server;
 
 use std::collections::{BTreeMap, HashSet};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::str::FromStr as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -70,6 +85,10 @@ use apalis_redis::ConnectionManager;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use trawl::queue::{Envelope, Queue, Storage, fetch_queue_name};
 use trawl_workers::job::{FetchJob, Job};
+
+use figures::median;
+use knobs::{arg_number, env_list, env_positive};
+use redis_server::RedisServer;
 
 type Result<T> = std::result::Result<T, String>;
 
@@ -140,79 +159,50 @@ struct Settings {
     redis_lock_tasks: Option<bool>,
 }
 
-/// Reads a positive number from the environment, or `default`.
-fn env_number(name: &str, default: usize) -> Result<usize> {
-    match std::env::var(name) {
-        Ok(value) => match value.trim().replace(['_', ','], "").parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("{name}={value:?} is not a positive number")),
-        },
-        Err(_) => Ok(default),
-    }
-}
-
 fn settings() -> Result<Settings> {
-    let mut jobs = env_number("TRAWL_BENCH_JOBS", DEFAULT_JOBS)?;
+    let mut jobs = env_positive("TRAWL_BENCH_JOBS", DEFAULT_JOBS)?;
     // `cargo bench` passes `--bench`; a bare number is the job count.
-    for arg in std::env::args().skip(1) {
-        if let Ok(n) = arg.parse::<usize>() {
-            if n == 0 {
-                return Err("the job count must be at least 1".to_owned());
-            }
-            jobs = n;
+    if let Some(n) = arg_number() {
+        if n == 0 {
+            return Err("the job count must be at least 1".to_owned());
         }
+        jobs = n;
     }
-    let engines = match std::env::var("TRAWL_BENCH_ENGINES") {
-        Ok(value) => value
-            .split(',')
-            .map(str::trim)
-            .filter(|name| !name.is_empty())
-            .map(|name| match name {
-                "redis" => Ok(Engine::Redis),
-                "sqlite" => Ok(Engine::Sqlite),
-                other => Err(format!(
-                    "TRAWL_BENCH_ENGINES: {other:?} is neither redis nor sqlite"
-                )),
+    let engines = env_list(
+        "TRAWL_BENCH_ENGINES",
+        "redis,sqlite",
+        "engine",
+        |name| match name {
+            "redis" => Ok(Engine::Redis),
+            "sqlite" => Ok(Engine::Sqlite),
+            other => Err(format!(
+                "TRAWL_BENCH_ENGINES: {other:?} is neither redis nor sqlite"
+            )),
+        },
+    )?;
+    let shapes = env_list("TRAWL_BENCH_SHAPES", DEFAULT_SHAPES, "shape", |shape| {
+        let parsed = shape.split_once(['x', 'X']).and_then(|(w, c)| {
+            Some(Shape {
+                workers: w.trim().parse().ok()?,
+                concurrency: c.trim().parse().ok()?,
             })
-            .collect::<Result<Vec<_>>>()?,
-        Err(_) => vec![Engine::Redis, Engine::Sqlite],
-    };
-    if engines.is_empty() {
-        return Err("TRAWL_BENCH_ENGINES names no engine".to_owned());
-    }
-    let shapes_text =
-        std::env::var("TRAWL_BENCH_SHAPES").unwrap_or_else(|_| DEFAULT_SHAPES.to_owned());
-    let shapes = shapes_text
-        .split(',')
-        .map(str::trim)
-        .filter(|shape| !shape.is_empty())
-        .map(|shape| {
-            let parsed = shape.split_once(['x', 'X']).and_then(|(w, c)| {
-                Some(Shape {
-                    workers: w.trim().parse().ok()?,
-                    concurrency: c.trim().parse().ok()?,
-                })
-            });
-            match parsed {
-                Some(shape) if shape.workers > 0 && (1..=4_096).contains(&shape.concurrency) => {
-                    Ok(shape)
-                }
-                _ => Err(format!(
-                    "TRAWL_BENCH_SHAPES: {shape:?} is not WORKERSxCONCURRENCY (e.g. 4x16)"
-                )),
+        });
+        match parsed {
+            Some(shape) if shape.workers > 0 && (1..=4_096).contains(&shape.concurrency) => {
+                Ok(shape)
             }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if shapes.is_empty() {
-        return Err("TRAWL_BENCH_SHAPES names no shape".to_owned());
-    }
+            _ => Err(format!(
+                "TRAWL_BENCH_SHAPES: {shape:?} is not WORKERSxCONCURRENCY (e.g. 4x16)"
+            )),
+        }
+    })?;
     Ok(Settings {
         jobs,
-        runs: env_number("TRAWL_BENCH_RUNS", 3)?,
+        runs: env_positive("TRAWL_BENCH_RUNS", 3)?,
         engines,
         shapes,
-        push_batch: env_number("TRAWL_BENCH_PUSH_BATCH", 1_000)?,
-        timeout: Duration::from_secs(env_number("TRAWL_BENCH_TIMEOUT", 300)? as u64),
+        push_batch: env_positive("TRAWL_BENCH_PUSH_BATCH", 1_000)?,
+        timeout: Duration::from_secs(env_positive("TRAWL_BENCH_TIMEOUT", 300)? as u64),
         redis_server: std::env::var_os("TRAWL_BENCH_REDIS_SERVER")
             .map_or_else(|| PathBuf::from("redis-server"), PathBuf::from),
         redis_lock_tasks: match std::env::var("TRAWL_BENCH_REDIS_LOCK_TASKS") {
@@ -270,7 +260,18 @@ fn bench() -> Result<bool> {
         .map_err(|error| format!("creating a temporary directory: {error}"))?;
     // The server is stopped when `redis` drops: at the end, on an error, or on a panic.
     let redis = if settings.engines.contains(&Engine::Redis) {
-        Some(RedisServer::start(&settings.redis_server, dir.path())?)
+        let server = RedisServer::start(
+            &settings.redis_server,
+            &dir.path().join("redis"),
+            &dir.path().join("redis.log"),
+        )?;
+        println!(
+            "redis-server {} pid {} on 127.0.0.1:{}",
+            redis_version(&settings.redis_server),
+            server.pid(),
+            server.port
+        );
+        Some(server)
     } else {
         None
     };
@@ -280,9 +281,7 @@ fn bench() -> Result<bool> {
         .map_err(|error| format!("starting tokio: {error}"))?;
     let outcome = runtime.block_on(bench_all(&settings, dir.path(), redis.as_ref()));
     runtime.shutdown_timeout(Duration::from_secs(5));
-    if let Some(redis) = redis {
-        redis.stop();
-    }
+    drop(redis);
     outcome
 }
 
@@ -754,21 +753,6 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1_048_576.0
 }
 
-/// The middle value (mean of the two middle ones for an even count).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.retain(|value| value.is_finite());
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[middle - 1] + values[middle]) / 2.0
-    } else {
-        values[middle]
-    }
-}
-
 /// Prints the medians of each row and their ratio to the target.
 fn report(settings: &Settings, runs: &[Run]) {
     let n = settings.jobs as f64;
@@ -933,41 +917,36 @@ impl Probe {
 
     /// The Redis server's `used_memory`; `None` on SQLite.
     async fn used_memory(&self) -> Result<Option<u64>> {
+        Ok(self
+            .info("memory")
+            .await?
+            .and_then(|info| info_field(&info, "used_memory")?.parse().ok()))
+    }
+
+    /// The Redis server's `INFO {section}`; `None` on SQLite.
+    async fn info(&self, section: &str) -> Result<Option<String>> {
         let Probe::Redis { connection, .. } = self else {
             return Ok(None);
         };
-        let info: String = ::redis::cmd("INFO")
-            .arg("memory")
+        ::redis::cmd("INFO")
+            .arg(section)
             .query_async(&mut connection.clone())
             .await
-            .map_err(|error| format!("INFO memory: {error}"))?;
-        Ok(info.lines().find_map(|line| {
-            line.strip_prefix("used_memory:")
-                .and_then(|value| value.trim().parse().ok())
-        }))
+            .map(Some)
+            .map_err(|error| format!("INFO {section}: {error}"))
     }
 
     /// `used_memory` and what it is made of (INFO memory, DBSIZE); `None` on SQLite.
     async fn memory_breakdown(&self) -> Result<Option<String>> {
-        let Probe::Redis { connection, .. } = self else {
+        let (Some(info), Probe::Redis { connection, .. }) = (self.info("memory").await?, self)
+        else {
             return Ok(None);
         };
-        let mut connection = connection.clone();
-        let info: String = ::redis::cmd("INFO")
-            .arg("memory")
-            .query_async(&mut connection)
-            .await
-            .map_err(|error| format!("INFO memory: {error}"))?;
         let keys: u64 = ::redis::cmd("DBSIZE")
-            .query_async(&mut connection)
+            .query_async(&mut connection.clone())
             .await
             .map_err(|error| format!("DBSIZE: {error}"))?;
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .map_or("?", str::trim)
-                .to_owned()
-        };
+        let field = |name: &str| info_field(&info, name).unwrap_or("?").to_owned();
         Ok(Some(format!(
             "used_memory {} B (dataset {} B, overhead {} B, scripts {} B for {} cached scripts), \
              {keys} keys",
@@ -993,19 +972,10 @@ impl Probe {
 
     /// The Redis server's CPU time so far (INFO cpu, user + system), in seconds.
     async fn server_cpu_secs(&self) -> Result<Option<f64>> {
-        let Probe::Redis { connection, .. } = self else {
+        let Some(info) = self.info("cpu").await? else {
             return Ok(None);
         };
-        let info: String = ::redis::cmd("INFO")
-            .arg("cpu")
-            .query_async(&mut connection.clone())
-            .await
-            .map_err(|error| format!("INFO cpu: {error}"))?;
-        let field = |name: &str| -> Option<f64> {
-            info.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .and_then(|value| value.trim().parse().ok())
-        };
+        let field = |name: &str| -> Option<f64> { info_field(&info, name)?.parse().ok() };
         Ok(field("used_cpu_user")
             .zip(field("used_cpu_sys"))
             .map(|(user, system)| user + system))
@@ -1013,14 +983,9 @@ impl Probe {
 
     /// The commands Redis spent most time on since the last reset (INFO commandstats).
     async fn command_stats(&self) -> Result<Option<String>> {
-        let Probe::Redis { connection, .. } = self else {
+        let Some(info) = self.info("commandstats").await? else {
             return Ok(None);
         };
-        let info: String = ::redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut connection.clone())
-            .await
-            .map_err(|error| format!("INFO commandstats: {error}"))?;
         let mut commands: Vec<(String, u64, u64)> = info
             .lines()
             .filter_map(|line| {
@@ -1060,14 +1025,7 @@ impl Probe {
         let keys = scan_keys(&mut connection, &format!("{NAMESPACE}:*")).await?;
         let mut bytes = 0;
         for key in &keys {
-            bytes += ::redis::cmd("MEMORY")
-                .arg("USAGE")
-                .arg(key)
-                .query_async::<Option<u64>>(&mut connection)
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or(0);
+            bytes += memory_usage(&mut connection, key).await;
         }
         Ok(Some((keys.len() as u64, bytes)))
     }
@@ -1196,14 +1154,7 @@ impl Probe {
                         })
                         .collect::<Vec<_>>()
                         .join(":");
-                    let bytes: u64 = ::redis::cmd("MEMORY")
-                        .arg("USAGE")
-                        .arg(key)
-                        .query_async::<Option<u64>>(&mut connection)
-                        .await
-                        .ok()
-                        .flatten()
-                        .unwrap_or(0);
+                    let bytes = memory_usage(&mut connection, key).await;
                     let entry = patterns.entry(pattern).or_default();
                     entry.0 += 1;
                     entry.1 += bytes;
@@ -1229,6 +1180,13 @@ impl Probe {
     }
 }
 
+/// The value of the field `name` in the text of an INFO command, trimmed.
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
 /// Counts the `Jobs` rows with `status`, or all of them.
 async fn sqlite_count(pool: &SqlitePool, status: Option<&str>) -> Result<u64> {
     let query = match status {
@@ -1240,6 +1198,18 @@ async fn sqlite_count(pool: &SqlitePool, status: Option<&str>) -> Result<u64> {
         .await
         .map_err(|error| format!("counting queue rows: {error}"))?;
     Ok(count.max(0) as u64)
+}
+
+/// The bytes `key` takes in Redis (MEMORY USAGE); 0 when unknown.
+async fn memory_usage(connection: &mut ConnectionManager, key: &str) -> u64 {
+    ::redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(key)
+        .query_async::<Option<u64>>(connection)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(0)
 }
 
 /// Every key matching `pattern` (SCAN, not KEYS).
@@ -1264,121 +1234,6 @@ async fn scan_keys(connection: &mut ConnectionManager, pattern: &str) -> Result<
     }
 }
 
-/// A `redis-server` child on a free loopback port; stopped by its PID when dropped.
-struct RedisServer {
-    child: Option<Child>,
-    port: u16,
-    log: PathBuf,
-}
-
-impl RedisServer {
-    fn start(binary: &Path, dir: &Path) -> Result<RedisServer> {
-        let port = free_port()?;
-        let data = dir.join("redis");
-        std::fs::create_dir_all(&data).map_err(|error| format!("creating {data:?}: {error}"))?;
-        let log = dir.join("redis.log");
-        let log_file =
-            std::fs::File::create(&log).map_err(|error| format!("creating {log:?}: {error}"))?;
-        let child = Command::new(binary)
-            .args(["--port", &port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", ""])
-            .args(["--appendonly", "no"])
-            .args(["--maxmemory-policy", "noeviction"])
-            .args(["--daemonize", "no"])
-            .arg("--dir")
-            .arg(&data)
-            .stdin(Stdio::null())
-            .stdout(
-                log_file
-                    .try_clone()
-                    .map_err(|error| format!("redis log: {error}"))?,
-            )
-            .stderr(log_file)
-            .spawn()
-            .map_err(|error| format!("starting {}: {error}", binary.display()))?;
-        let mut server = RedisServer {
-            child: Some(child),
-            port,
-            log,
-        };
-        server.wait_ready(Duration::from_secs(10))?;
-        println!(
-            "redis-server {} pid {} on 127.0.0.1:{port}",
-            redis_version(binary),
-            server.child.as_ref().map_or(0, Child::id)
-        );
-        Ok(server)
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Waits until the server answers PING.
-    fn wait_ready(&mut self, limit: Duration) -> Result<()> {
-        let start = Instant::now();
-        loop {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                return Err(format!(
-                    "redis-server exited ({status}): {}",
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                ));
-            }
-            let answered = ::redis::Client::open(self.url())
-                .and_then(|client| client.get_connection())
-                .and_then(|mut connection| ::redis::cmd("PING").query::<String>(&mut connection));
-            if answered.is_ok() {
-                return Ok(());
-            }
-            if start.elapsed() > limit {
-                return Err(format!(
-                    "redis-server did not answer within {} s: {}",
-                    limit.as_secs(),
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Stops the server: SIGTERM by its PID, SIGKILL if it is still there after 5 s.
-    fn stop(mut self) {
-        self.stop_child();
-    }
-
-    fn stop_child(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop_child();
-    }
-}
-
 /// The version `redis-server --version` reports.
 fn redis_version(binary: &Path) -> String {
     Command::new(binary)
@@ -1391,14 +1246,4 @@ fn redis_version(binary: &Path) -> String {
                 .find_map(|word| word.strip_prefix("v=").map(str::to_owned))
         })
         .unwrap_or_else(|| "(unknown version)".to_owned())
-}
-
-/// A loopback port nothing listens on right now.
-fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|error| format!("finding a free port: {error}"))?;
-    listener
-        .local_addr()
-        .map(|address| address.port())
-        .map_err(|error| format!("finding a free port: {error}"))
 }

@@ -3,14 +3,19 @@
 //! [`Nginx`] value is dropped. Optional: extra `server` directives (redirect `location`s, say)
 //! and an access log of `$request_uri $status` lines the benchmark can read.
 //!
+//! [`with_site_root`] gives a benchmark the temporary directory to use as `root`. Needs
+//! `common/server.rs` included beside it as `mod server`.
+//!
 //! Not here: TLS, other hosts, or tuning beyond what a local benchmark needs.
 
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::MetadataExt as _;
+use std::net::TcpStream;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::server::{self, free_port};
 
 /// How to start nginx beyond serving `{root}/www`.
 #[derive(Debug, Clone, Default)]
@@ -157,24 +162,38 @@ impl Nginx {
 impl Drop for Nginx {
     fn drop(&mut self) {
         let pid = self.child.id();
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
         // SIGTERM: the master stops its worker, then exits. SIGKILL if it takes too long.
-        let _ = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !server::terminate(&mut self.child, Duration::from_secs(5)) {
+            eprintln!("nginx (pid {pid}) did not stop on SIGTERM; killing it");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        eprintln!("nginx (pid {pid}) did not stop on SIGTERM; killing it");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
+}
+
+/// Runs `bench` in a fresh temporary directory (named `{prefix}…`) that nginx's worker can
+/// read (mode 755: it may run as another user), then removes the directory, or keeps it and
+/// prints its path when `keep` is set. Returns what `bench` returned.
+pub(crate) fn with_site_root<T>(
+    prefix: &str,
+    keep: bool,
+    bench: impl FnOnce(&Path) -> Result<T, String>,
+) -> Result<T, String> {
+    let tmp = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| format!("creating a temporary directory: {e}"))?;
+    let root = tmp.path().to_owned();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", root.display()))?;
+    let result = bench(&root);
+    if keep {
+        let kept = tmp.keep();
+        eprintln!("kept {}", kept.display());
+    } else if let Err(error) = tmp.close() {
+        eprintln!("warning: could not remove {}: {error}", root.display());
+    }
+    result
 }
 
 /// The configuration: one worker, no daemon, files under `prefix`, `{root}/www` served as
@@ -226,16 +245,6 @@ http {{
 /// Whether this process runs as root (nginx then needs `user root;` to read the site).
 pub(crate) fn is_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// A loopback TCP port that was free a moment ago.
-pub(crate) fn free_port() -> Result<u16, String> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("finding a free port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|addr| addr.port())
-        .map_err(|e| format!("finding a free port: {e}"))
 }
 
 /// One HTTP/1.0 GET to `127.0.0.1:{port}`; returns the status code.
