@@ -1,7 +1,8 @@
 //! Crawls: seeds → fetch jobs of the crawl; each fetched page's links → follow-up fetch jobs
 //! when they are new to the crawl, in scope, pass the globs and robots.txt, are within
 //! `max_depth` and the page budget (`max_pages`). Counters record what happened to every
-//! URL; the crawl completes when none of its jobs is queued or running.
+//! URL (a page's end is counted by the store in the transaction that ends it); the crawl
+//! completes when none of its jobs is queued or running (the pools look every 250 ms).
 //!
 //! The frontier is durable: follow-ups are jobs in the queue, and every URL the crawl has seen
 //! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. Follow-ups
@@ -624,10 +625,15 @@ pub async fn follow(
         }
         wanted.push((url, depth));
     }
-    let granted = context
-        .store
-        .reserve_crawl_pages(&plan.id, plan.spec.max_pages, wanted.len() as u64)
-        .await? as usize;
+    // Most pages of a crawl find no link new to it: then nothing is written.
+    let granted = if wanted.is_empty() {
+        0
+    } else {
+        context
+            .store
+            .reserve_crawl_pages(&plan.id, plan.spec.max_pages, wanted.len() as u64)
+            .await? as usize
+    };
     counters.skipped_limit = (wanted.len() - granted.min(wanted.len())) as u64;
     wanted.truncate(granted);
     if !wanted.is_empty() {
@@ -658,6 +664,8 @@ pub async fn follow(
         queue.push(envelopes).await?;
     }
     // `queued` was counted when the budget was reserved.
-    context.store.count_crawl(&plan.id, &counters).await?;
+    if counters != CrawlCounters::default() {
+        context.store.count_crawl(&plan.id, &counters).await?;
+    }
     Ok(counters)
 }

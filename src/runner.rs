@@ -277,7 +277,9 @@ where
         let _ = stop_tx.send(true);
     });
     let upkeep_queue = queue.clone();
-    // One lane keeps the queue tidy for both.
+    let upkeep_store = context.store.clone();
+    // One lane keeps the queue tidy for both, and ends the crawls whose pages have all ended
+    // (a page's end does not check its crawl: one write fewer per page).
     let upkeep = tokio::spawn(async move {
         if lane != Lane::Fetch {
             return;
@@ -289,7 +291,12 @@ where
             if let Err(error) = upkeep_queue.prune_finished().await {
                 tracing::debug!(error = %error, "pruning ended queue tasks failed");
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            for _ in 0..4 {
+                if let Err(error) = upkeep_store.complete_idle_crawls().await {
+                    tracing::debug!(error = %error, "completing idle crawls failed");
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
         }
     });
     // Tasks already due are made fetchable before the first worker fetches.
@@ -787,51 +794,6 @@ pub fn cached_result(job: &FetchJob, hit: &CachedPage, max_chars: usize) -> Fetc
     )
 }
 
-/// Counts a crawl page's end (duplicates were counted when found; pages robots.txt turned
-/// away when their turn came count as skipped by robots) and completes the crawl when it was
-/// its last job.
-async fn end_crawl_job(
-    context: &Context,
-    crawl_id: &str,
-    job_id: &str,
-    status: Status,
-) -> Result<(), store::Error> {
-    let counted = match status {
-        Status::Succeeded => store::CrawlCounters {
-            fetched: 1,
-            ..store::CrawlCounters::default()
-        },
-        Status::Failed | Status::Dead => {
-            let code = context
-                .store
-                .job(job_id)
-                .await?
-                .and_then(|record| record.error)
-                .map(|error| error.code);
-            match code {
-                // Counted when found.
-                Some(ErrorCode::DuplicateContent) => store::CrawlCounters::default(),
-                Some(ErrorCode::RobotsDisallowed | ErrorCode::RobotsUnreachable) => {
-                    store::CrawlCounters {
-                        skipped_robots: 1,
-                        ..store::CrawlCounters::default()
-                    }
-                }
-                _ => store::CrawlCounters {
-                    failed: 1,
-                    ..store::CrawlCounters::default()
-                },
-            }
-        }
-        _ => store::CrawlCounters::default(),
-    };
-    if counted != store::CrawlCounters::default() {
-        context.store.count_crawl(crawl_id, &counted).await?;
-    }
-    context.store.complete_crawl_if_done(crawl_id).await?;
-    Ok(())
-}
-
 /// Sends the `started` event of a job with a webhook.
 fn announce_start(context: &Context, envelope: &Envelope) {
     let (Some(webhooks), Some(webhook)) = (&context.webhooks, &envelope.webhook) else {
@@ -861,9 +823,6 @@ async fn announce_end(
         status.as_str(),
         Some(started.elapsed().as_secs_f64()),
     );
-    if let Some(crawl) = &envelope.crawl {
-        end_crawl_job(context, &crawl.id, &envelope.id, status).await?;
-    }
     let needs_record = status != Status::Succeeded || context.webhooks.is_some();
     if !needs_record {
         return Ok(());

@@ -24,6 +24,29 @@ use trawl_workers::job::{ErrorCode, JobError};
 use utoipa::ToSchema;
 
 use blob::Texts;
+
+/// The start of the query both engines use to count crawl pages as they end, in the
+/// transaction that ends them (so a crawl's counters and its jobs never disagree, and no write
+/// of its own per page): per crawl, pages stored (`fetched`), pages failed or dead
+/// (`failed`), and pages robots.txt turned away when their turn came (`skipped_robots`).
+/// Duplicates are counted when found; cancelled pages count nowhere. Each engine appends its
+/// condition on the ended job ids.
+const CRAWL_ENDS: &str = "SELECT crawl_id,
+        SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS n_fetched,
+        SUM(CASE WHEN status IN ('failed', 'dead') AND COALESCE(error_code, '')
+            NOT IN ('duplicate_content', 'robots_disallowed', 'robots_unreachable')
+            THEN 1 ELSE 0 END) AS n_failed,
+        SUM(CASE WHEN status IN ('failed', 'dead')
+            AND error_code IN ('robots_disallowed', 'robots_unreachable')
+            THEN 1 ELSE 0 END) AS n_robots
+    FROM jobs WHERE crawl_id IS NOT NULL AND ";
+
+/// Ends every running crawl that has jobs and none of them queued or running (both engines).
+const COMPLETE_IDLE_CRAWLS: &str = "UPDATE crawls SET status = 'completed', finished_at = {now}
+    WHERE status = 'running'
+      AND EXISTS (SELECT 1 FROM jobs WHERE jobs.crawl_id = crawls.id)
+      AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.crawl_id = crawls.id
+                      AND jobs.status IN ('queued', 'running'))";
 use postgres::PgStore;
 use sqlite::SqliteStore;
 use writer::Writer;
@@ -320,6 +343,11 @@ delegate! {
     /// Ends a crawl as completed when none of its jobs is queued or running. Returns true when
     /// this call ended it.
     pub async fn complete_crawl_if_done(&self, crawl_id: &str) -> Result<bool, Error>;
+
+    /// Ends every running crawl whose jobs have all ended (a crawl with no job yet is being
+    /// seeded, and is left alone). The pools call it periodically: a page's end does not check
+    /// its crawl. Returns how many crawls it ended.
+    pub async fn complete_idle_crawls(&self) -> Result<u64, Error>;
 
     /// Cancels a running crawl: no new pages are queued; its queued jobs are cancelled and
     /// running ones stop at their next safe point. Returns false when it was not running.

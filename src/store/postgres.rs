@@ -491,6 +491,15 @@ impl PgStore {
         Ok(done > 0)
     }
 
+    pub(super) async fn complete_idle_crawls(&self) -> Result<u64, Error> {
+        let query = super::COMPLETE_IDLE_CRAWLS.replace("{now}", "$1");
+        Ok(sqlx::query(sqlx::AssertSqlSafe(query))
+            .bind(now_rfc3339())
+            .execute(&self.pool)
+            .await?
+            .rows_affected())
+    }
+
     pub(super) async fn cancel_crawl(&self, crawl_id: &str) -> Result<bool, Error> {
         let mut tx = self.pool.begin().await?;
         let changed = sqlx::query(
@@ -688,6 +697,7 @@ impl Batches for PgStore {
             .filter(|(_, ended)| ended.is_some())
             .map(|(page, _)| page.job_id.as_str())
             .collect();
+        count_crawl_ends(&mut tx, &ended_ids).await?;
         number_ended(&mut tx, &ended_ids).await?;
         tx.commit().await?;
         Ok(ended)
@@ -725,8 +735,28 @@ async fn finish_in(
     .await?;
     let Some(row) = done else { return Ok(None) };
     let status = rows::status(row.text("status")?)?;
+    count_crawl_ends(tx, &[id]).await?;
     number_ended(tx, &[id]).await?;
     Ok(Some(status))
+}
+
+/// Counts the crawl pages among the jobs `ids`, just ended in `tx`, in their crawls' counters
+/// (see `CRAWL_ENDS`).
+async fn count_crawl_ends(tx: &mut Transaction, ids: &[&str]) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut update = sqlx::QueryBuilder::<Postgres>::new(
+        "UPDATE crawls SET fetched = crawls.fetched + c.n_fetched,
+             failed = crawls.failed + c.n_failed,
+             skipped_robots = crawls.skipped_robots + c.n_robots FROM (",
+    );
+    update.push(super::CRAWL_ENDS);
+    update.push("id = ANY(");
+    update.push_bind(ids);
+    update.push(") GROUP BY crawl_id) AS c WHERE crawls.id = c.crawl_id");
+    update.build().execute(&mut **tx).await?;
+    Ok(())
 }
 
 /// Gives the jobs `ids`, ended by `tx`, their `done_seq`: the last statement before the

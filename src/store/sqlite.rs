@@ -490,6 +490,15 @@ impl SqliteStore {
         Ok(done > 0)
     }
 
+    pub(super) async fn complete_idle_crawls(&self) -> Result<u64, Error> {
+        let query = super::COMPLETE_IDLE_CRAWLS.replace("{now}", "?");
+        Ok(sqlx::query(sqlx::AssertSqlSafe(query))
+            .bind(now_rfc3339())
+            .execute(&self.pool)
+            .await?
+            .rows_affected())
+    }
+
     pub(super) async fn cancel_crawl(&self, crawl_id: &str) -> Result<bool, Error> {
         let mut tx = self.write_transaction().await?;
         let changed = sqlx::query(
@@ -677,6 +686,13 @@ impl Batches for SqliteStore {
             });
             insert_pages.build().execute(&mut *tx).await?;
         }
+        let ended_ids: Vec<&str> = pages
+            .iter()
+            .zip(&ended)
+            .filter(|(_, ended)| ended.is_some())
+            .map(|(page, _)| page.job_id.as_str())
+            .collect();
+        count_crawl_ends(&mut tx, &ended_ids).await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -710,6 +726,33 @@ async fn finish_in(
     .bind(attempt.map(i64::from))
     .fetch_optional(&mut **tx)
     .await?;
-    done.map(|row| rows::status(row.text("status")?))
-        .transpose()
+    let Some(row) = done else { return Ok(None) };
+    let status = rows::status(row.text("status")?)?;
+    count_crawl_ends(tx, &[id]).await?;
+    Ok(Some(status))
+}
+
+/// Counts the crawl pages among the jobs `ids`, just ended in `tx`, in their crawls' counters
+/// (see `CRAWL_ENDS`).
+async fn count_crawl_ends(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    ids: &[&str],
+) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut update = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        "UPDATE crawls SET fetched = crawls.fetched + c.n_fetched,
+             failed = crawls.failed + c.n_failed,
+             skipped_robots = crawls.skipped_robots + c.n_robots FROM (",
+    );
+    update.push(super::CRAWL_ENDS);
+    update.push("id IN (");
+    let mut separated = update.separated(", ");
+    for id in ids {
+        separated.push_bind(*id);
+    }
+    update.push(") GROUP BY crawl_id) AS c WHERE crawls.id = c.crawl_id");
+    update.build().execute(&mut **tx).await?;
+    Ok(())
 }
