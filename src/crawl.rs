@@ -582,6 +582,21 @@ pub async fn follow(
     plan: &Plan,
     found: Vec<(Url, u32)>,
 ) -> Result<CrawlCounters, StartError> {
+    follow_from(context, queue, plan, &[], found)
+        .await
+        .map(|(counters, _)| counters)
+}
+
+/// [`follow`] for the links of a fetched page, recording the page's own keys (`page_keys`: its
+/// final URL, its canonical URL) as seen in the same write; they are never queued from its
+/// links. Returns the counters and which page keys were new to the crawl.
+pub async fn follow_from(
+    context: &Context,
+    queue: &Queue,
+    plan: &Plan,
+    page_keys: &[String],
+    found: Vec<(Url, u32)>,
+) -> Result<(CrawlCounters, std::collections::HashSet<String>), StartError> {
     let mut counters = CrawlCounters::default();
     let mut candidates: Vec<(String, Url, u32)> = Vec::with_capacity(found.len());
     for (url, depth) in found {
@@ -593,16 +608,25 @@ pub async fn follow(
             continue;
         }
         let key = crawl_key(&url);
-        if !candidates.iter().any(|(seen, _, _)| *seen == key) {
+        if !page_keys.contains(&key) && !candidates.iter().any(|(seen, _, _)| *seen == key) {
             candidates.push((key, url, depth));
         }
     }
-    let keys: Vec<String> = candidates.iter().map(|(key, _, _)| key.clone()).collect();
-    let new: std::collections::HashSet<String> = context
+    let keys: Vec<String> = page_keys
+        .iter()
+        .cloned()
+        .chain(candidates.iter().map(|(key, _, _)| key.clone()))
+        .collect();
+    let mut new: std::collections::HashSet<String> = context
         .store
         .add_crawl_urls(&plan.id, &keys)
         .await?
         .into_iter()
+        .collect();
+    let new_page_keys: std::collections::HashSet<String> = page_keys
+        .iter()
+        .filter(|key| new.remove(*key))
+        .cloned()
         .collect();
     counters.discovered = new.len() as u64;
     let mut wanted = Vec::new();
@@ -667,5 +691,5 @@ pub async fn follow(
     if counters != CrawlCounters::default() {
         context.store.count_crawl(&plan.id, &counters).await?;
     }
-    Ok(counters)
+    Ok((counters, new_page_keys))
 }

@@ -684,16 +684,32 @@ async fn follow_links(
         .as_deref()
         .and_then(|canonical| url::Url::parse(canonical).ok());
     let key = |url: &url::Url| trawl_workers::crawl::crawl_key(url);
-    // One write records both as seen: the final URL (so no other link fetches a redirect's
-    // target again) and a canonical URL other than it (already seen: this page is a
-    // duplicate).
+    // The write that records the page's links as seen records two more keys: the final URL
+    // (so no other link fetches a redirect's target again) and a canonical URL other than it
+    // (already seen: this page is a duplicate). A duplicate's links are followed all the same:
+    // once recorded as seen, they would not be queued from the canonical page either.
     let final_key = final_url.as_ref().map(key);
     let canonical_key = canonical
         .as_ref()
         .map(key)
         .filter(|canonical| Some(canonical) != final_key.as_ref());
-    let keys: Vec<String> = final_key.iter().chain(&canonical_key).cloned().collect();
-    let new = context.store.add_crawl_urls(&plan.id, &keys).await?;
+    let page_keys: Vec<String> = final_key.iter().chain(&canonical_key).cloned().collect();
+    let links: Vec<(url::Url, u32)> = info
+        .links
+        .iter()
+        .filter_map(|link| url::Url::parse(link).ok())
+        .map(|link| (link, depth + 1))
+        .collect();
+    let new = match crate::crawl::follow_from(context, queue, plan, &page_keys, links).await {
+        Ok((_, new)) => new,
+        Err(crate::crawl::StartError::Store(error)) => return Err(error),
+        Err(error) => {
+            return Err(store::Error::Corrupt {
+                what: "crawl follow-ups",
+                detail: error.to_string(),
+            });
+        }
+    };
     // A redirect whose target the crawl already has (another link to it, another redirect)
     // is that page again.
     let redirected_to_known = match (&final_key, &final_url) {
@@ -720,20 +736,7 @@ async fn follow_links(
         error.evidence = Some(evidence.to_string());
         return Ok(Some(error));
     }
-    let links: Vec<(url::Url, u32)> = info
-        .links
-        .iter()
-        .filter_map(|link| url::Url::parse(link).ok())
-        .map(|link| (link, depth + 1))
-        .collect();
-    match crate::crawl::follow(context, queue, plan, links).await {
-        Ok(_) => Ok(None),
-        Err(crate::crawl::StartError::Store(error)) => Err(error),
-        Err(error) => Err(store::Error::Corrupt {
-            what: "crawl follow-ups",
-            detail: error.to_string(),
-        }),
-    }
+    Ok(None)
 }
 
 /// Counts a crawl page found to be a duplicate (it ends `duplicate_content`).
