@@ -501,27 +501,45 @@ impl PgStore {
     }
 
     pub(super) async fn cancel_crawl(&self, crawl_id: &str) -> Result<bool, Error> {
-        let mut tx = self.pool.begin().await?;
+        // The crawl first, in a transaction of its own: a page's end locks its job and then
+        // its crawl (the counters), so holding the crawl while waiting for jobs could deadlock.
         let changed = sqlx::query(
             "UPDATE crawls SET status = 'cancelled', finished_at = $1
              WHERE id = $2 AND status = 'running'",
         )
         .bind(now_rfc3339())
         .bind(crawl_id)
-        .execute(&mut *tx)
+        .execute(&self.pool)
         .await?
         .rows_affected();
-        if changed > 0 {
+        if changed == 0 {
+            return Ok(false);
+        }
+        // Then its jobs, never waiting on a row another transaction holds (SKIP LOCKED: no
+        // lock cycle with a group of pages ending), until none is left unmarked.
+        for _ in 0..100 {
             sqlx::query(
-                "UPDATE jobs SET cancel_requested = 1
-                 WHERE crawl_id = $1 AND status IN ('queued', 'running')",
+                "UPDATE jobs SET cancel_requested = 1 WHERE id IN (
+                     SELECT id FROM jobs WHERE crawl_id = $1 AND status IN ('queued', 'running')
+                       AND cancel_requested = 0
+                     FOR UPDATE SKIP LOCKED)",
             )
             .bind(crawl_id)
-            .execute(&mut *tx)
+            .execute(&self.pool)
             .await?;
+            let left: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM jobs WHERE crawl_id = $1 AND status IN ('queued', 'running')
+                   AND cancel_requested = 0",
+            )
+            .bind(crawl_id)
+            .fetch_one(&self.pool)
+            .await?;
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tx.commit().await?;
-        Ok(changed > 0)
+        Ok(true)
     }
 
     pub(super) async fn page(&self, id: &str) -> Result<Option<PageRecord>, Error> {
