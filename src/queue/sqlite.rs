@@ -52,6 +52,13 @@ impl SqliteQueue {
                 .batch_size(settings.batch_size)
                 .heartbeat_interval(settings.heartbeat)
                 .missed_heartbeats(settings.missed_heartbeats)
+                // Locking (apalis' default) marks each task Running as it starts with a query
+                // whose status condition SQLite answers by scanning every pending task: the
+                // cost of starting a task grew with the backlog (208 no-op jobs/s with 20,000
+                // queued; benches/queue.rs). Fetched tasks stay Queued under this worker's
+                // name until acknowledged, which is what orphan recovery and graceful release
+                // look for; the store keeps who runs a job.
+                .lock_tasks(false)
         };
         let storage =
             SqliteStorage::<Envelope>::new(&pool).with_config(config(fetch_queue_name(namespace)));
