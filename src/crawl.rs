@@ -72,10 +72,26 @@ struct RobotsEntry {
     failures: u32,
 }
 
-/// The pause before asking again for a robots.txt found unreachable `failures` times in a
-/// row: 1 s, doubling, at most 60 s.
-fn robots_retry_pause(failures: u32) -> Duration {
-    Duration::from_secs(1_u64 << failures.min(6)).min(Duration::from_secs(60))
+/// What a robots.txt says of one URL.
+enum Verdict {
+    /// It may be fetched, keeping this Crawl-delay.
+    Allowed(Option<Duration>),
+    /// robots.txt disallows it.
+    Disallowed,
+    /// robots.txt could not be fetched: nothing may be fetched yet.
+    Unreachable,
+}
+
+impl Verdict {
+    fn of(robots: &Robots, url: &Url) -> Verdict {
+        match robots.access() {
+            Access::Unreachable => Verdict::Unreachable,
+            Access::Parsed | Access::Unavailable if robots.allowed(url) => {
+                Verdict::Allowed(robots.crawl_delay())
+            }
+            Access::Parsed | Access::Unavailable => Verdict::Disallowed,
+        }
+    }
 }
 
 impl std::fmt::Debug for Crawls {
@@ -185,7 +201,7 @@ impl Crawls {
     }
 
     /// robots.txt of `url`'s origin: remembered for its max age (an unreachable one until the
-    /// next retry: 1 s doubling to 60 s), else fetched through the guarded client (a failure
+    /// next retry: `unreachable_retry`, 1 s doubling to 60 s), else fetched through the guarded client (a failure
     /// is interpreted per RFC 9309 by `Robots::from_fetch`).
     pub async fn robots(&self, client: &trawl_workers::web::Client, url: &Url) -> Arc<Robots> {
         self.robots_until(client, url).await.0
@@ -215,15 +231,12 @@ impl Crawls {
         // first 500 KiB are parsed) rather than taken for unreachable.
         let fetched = client.get(&robots_url(url), None).await;
         let robots = Arc::new(Robots::from_fetch(&fetched));
+        let before = entry.as_ref().map_or(0, |known| known.failures);
+        let valid_until = Instant::now() + robots.max_age(before);
         let failures = match robots.access() {
-            Access::Unreachable => entry.as_ref().map_or(0, |known| known.failures) + 1,
+            Access::Unreachable => before + 1,
             Access::Parsed | Access::Unavailable => 0,
         };
-        let valid_until = Instant::now()
-            + match robots.access() {
-                Access::Unreachable => robots_retry_pause(failures - 1),
-                Access::Parsed | Access::Unavailable => robots.max_age(),
-            };
         *entry = Some(RobotsEntry {
             robots: robots.clone(),
             valid_until,
@@ -245,8 +258,8 @@ impl Crawls {
         let deadline = Instant::now() + self.robots_wait;
         loop {
             let (robots, valid_until) = self.robots_until(client, url).await;
-            match robots.access() {
-                Access::Unreachable => {
+            match Verdict::of(&robots, url) {
+                Verdict::Unreachable => {
                     let now = Instant::now();
                     if now >= deadline {
                         let mut error = JobError::new(
@@ -268,7 +281,7 @@ impl Crawls {
                     tokio::time::sleep(valid_until.min(deadline).saturating_duration_since(now))
                         .await;
                 }
-                Access::Parsed | Access::Unavailable if !robots.allowed(url) => {
+                Verdict::Disallowed => {
                     let mut error = JobError::new(
                         ErrorCode::RobotsDisallowed,
                         "robots.txt disallows this page",
@@ -276,7 +289,7 @@ impl Crawls {
                     error.evidence = Some(robots_url(url).to_string());
                     return Err(error);
                 }
-                Access::Parsed | Access::Unavailable => return Ok(robots.crawl_delay()),
+                Verdict::Allowed(crawl_delay) => return Ok(crawl_delay),
             }
         }
     }
@@ -335,20 +348,20 @@ pub fn redirect_guard(
             if !robots {
                 return Ok(());
             }
-            let robots = crawls.robots(&client, &target).await;
-            match robots.access() {
-                Access::Unreachable => Err((
+            let target_robots = crawls.robots(&client, &target).await;
+            match Verdict::of(&target_robots, &target) {
+                Verdict::Unreachable => Err((
                     ErrorCode::RobotsUnreachable,
                     format!(
                         "robots.txt of {} could not be fetched",
                         target.origin().ascii_serialization()
                     ),
                 )),
-                Access::Parsed | Access::Unavailable if !robots.allowed(&target) => Err((
+                Verdict::Disallowed => Err((
                     ErrorCode::RobotsDisallowed,
                     "robots.txt disallows the target".to_owned(),
                 )),
-                Access::Parsed | Access::Unavailable => Ok(()),
+                Verdict::Allowed(_) => Ok(()),
             }
         })
     })
@@ -642,7 +655,7 @@ pub async fn follow_from(
         // queued and wait for it when their turn comes (`Crawls::admit`).
         if plan.spec.robots {
             let robots = context.crawls.robots(&context.fetch.client, &url).await;
-            if robots.access() != Access::Unreachable && !robots.allowed(&url) {
+            if matches!(Verdict::of(&robots, &url), Verdict::Disallowed) {
                 counters.skipped_robots += 1;
                 continue;
             }

@@ -517,16 +517,7 @@ async fn run_fetch(
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
-        Err(error) => {
-            // A redirect refused as a duplicate is counted here (the page's own dedupe after
-            // a fetch counts the others).
-            if let Some((plan, _)) = &crawl
-                && error.code == ErrorCode::DuplicateContent
-            {
-                count_duplicate(context, &plan.id).await?;
-            }
-            return Ok(Err(error));
-        }
+        Err(error) => return Ok(Err(error)),
     };
     if let Some((plan, depth)) = &crawl
         && let Some(duplicate) = follow_links(context, plan, *depth, &url, &fetched.info).await?
@@ -731,26 +722,11 @@ async fn follow_links(
         _ => None,
     };
     if let Some((evidence, message)) = redirected_to_known.or(known_canonical) {
-        count_duplicate(context, &plan.id).await?;
         let mut error = JobError::new(ErrorCode::DuplicateContent, message);
         error.evidence = Some(evidence.to_string());
         return Ok(Some(error));
     }
     Ok(None)
-}
-
-/// Counts a crawl page found to be a duplicate (it ends `duplicate_content`).
-async fn count_duplicate(context: &Context, crawl_id: &str) -> Result<(), store::Error> {
-    context
-        .store
-        .count_crawl(
-            crawl_id,
-            &store::CrawlCounters {
-                skipped_duplicate: 1,
-                ..store::CrawlCounters::default()
-            },
-        )
-        .await
 }
 
 /// Checks a fetch job's URL and returns its cache key: the normalised URL and the hash of the

@@ -27,10 +27,10 @@ use blob::Texts;
 
 /// The start of the query both engines use to count crawl pages as they end, in the
 /// transaction that ends them (so a crawl's counters and its jobs never disagree, and no write
-/// of its own per page): per crawl, pages stored (`fetched`), pages failed or dead
-/// (`failed`), and pages robots.txt turned away when their turn came (`skipped_robots`).
-/// Duplicates are counted when found; cancelled pages count nowhere. Each engine appends its
-/// condition on the ended job ids.
+/// of its own per page, and a page delivered twice counted once): per crawl, pages stored
+/// (`fetched`), pages failed or dead (`failed`), pages robots.txt turned away when their turn
+/// came (`skipped_robots`) and duplicates (`skipped_duplicate`). Cancelled pages count
+/// nowhere. Each engine appends its condition on the ended job ids.
 const CRAWL_ENDS: &str = "SELECT crawl_id,
         SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS n_fetched,
         SUM(CASE WHEN status IN ('failed', 'dead') AND COALESCE(error_code, '')
@@ -38,7 +38,9 @@ const CRAWL_ENDS: &str = "SELECT crawl_id,
             THEN 1 ELSE 0 END) AS n_failed,
         SUM(CASE WHEN status IN ('failed', 'dead')
             AND error_code IN ('robots_disallowed', 'robots_unreachable')
-            THEN 1 ELSE 0 END) AS n_robots
+            THEN 1 ELSE 0 END) AS n_robots,
+        SUM(CASE WHEN status IN ('failed', 'dead') AND error_code = 'duplicate_content'
+            THEN 1 ELSE 0 END) AS n_duplicates
     FROM jobs WHERE crawl_id IS NOT NULL AND ";
 
 /// Ends every running crawl that has jobs and none of them queued or running (both engines).

@@ -26,7 +26,7 @@ use trawl_workers::job::JobError;
 
 use super::blob::Blob;
 use super::rows::{self, Columns as _, JOB_COLUMNS, PAGE_COLUMNS, now_rfc3339, to_json};
-use super::writer::{Batches, PendingPage, ended_per_page};
+use super::writer::{Batches, PendingPage, ended_ids, ended_per_page};
 use super::{
     ArchivePage, BatchSummary, Cancel, CrawlCounters, CrawlRecord, EndedJob, Error, JobRecord,
     NewBatch, NewJob, Outcome, PageRecord, Status, WarcRef,
@@ -709,14 +709,9 @@ impl Batches for PgStore {
             insert_pages.push(" ON CONFLICT DO NOTHING");
             insert_pages.build().execute(&mut *tx).await?;
         }
-        let ended_ids: Vec<&str> = pages
-            .iter()
-            .zip(&ended)
-            .filter(|(_, ended)| ended.is_some())
-            .map(|(page, _)| page.job_id.as_str())
-            .collect();
-        count_crawl_ends(&mut tx, &ended_ids).await?;
-        number_ended(&mut tx, &ended_ids).await?;
+        let ended_jobs = ended_ids(pages, &ended);
+        count_crawl_ends(&mut tx, &ended_jobs).await?;
+        number_ended(&mut tx, &ended_jobs).await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -767,7 +762,8 @@ async fn count_crawl_ends(tx: &mut Transaction, ids: &[&str]) -> Result<(), Erro
     let mut update = sqlx::QueryBuilder::<Postgres>::new(
         "UPDATE crawls SET fetched = crawls.fetched + c.n_fetched,
              failed = crawls.failed + c.n_failed,
-             skipped_robots = crawls.skipped_robots + c.n_robots FROM (",
+             skipped_robots = crawls.skipped_robots + c.n_robots,
+             skipped_duplicate = crawls.skipped_duplicate + c.n_duplicates FROM (",
     );
     update.push(super::CRAWL_ENDS);
     update.push("id = ANY(");

@@ -275,6 +275,16 @@ async fn start_attempts<E: Batches>(engine: E, mut starting: mpsc::Receiver<Star
     }
 }
 
+/// The job ids of the pages a group commit ended (`ended` as [`ended_per_page`] returns it).
+pub(super) fn ended_ids<'a>(pages: &'a [PendingPage], ended: &[Option<Status>]) -> Vec<&'a str> {
+    pages
+        .iter()
+        .zip(ended)
+        .filter(|(_, ended)| ended.is_some())
+        .map(|(page, _)| page.job_id.as_str())
+        .collect()
+}
+
 /// Per page of a group, the status its job ended with, from the rows (`id, status`) of the
 /// jobs the group ended.
 pub(super) fn ended_per_page(

@@ -179,30 +179,6 @@ impl Crawler {
     }
 }
 
-/// The URLs of the pages a crawl stored, from its jobs' results.
-async fn fetched_urls(
-    context: &Context,
-    server: &FixtureServer,
-    record: &CrawlRecord,
-) -> Vec<String> {
-    let _ = server;
-    let mut urls = Vec::new();
-    let mut cursor = 0;
-    loop {
-        let pages = context
-            .store
-            .export_pages(None, None, Some(&record.id), cursor, 100)
-            .await
-            .expect("reads");
-        let Some((_, last)) = pages.last() else {
-            break;
-        };
-        cursor = *last;
-        urls.extend(pages.into_iter().map(|(page, _)| page.url));
-    }
-    urls
-}
-
 async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: Backend) {
     let server = FixtureServer::start().await.expect("fixture");
     server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
@@ -235,7 +211,7 @@ async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: B
         "{c:?}"
     );
 
-    let urls = fetched_urls(&crawler.context, &server, &record).await;
+    let urls = crate::crawl_page_urls(&crawler.context.store, &record.id).await;
     assert_eq!(urls.len() as u64, c.fetched);
     let mut distinct = urls.clone();
     distinct.sort();
@@ -280,7 +256,7 @@ async fn canonical_and_redirect_duplicates_are_stored_once_and_depth_zero_fetche
         c.skipped_depth > 0,
         "the article's links are beyond depth 0: {c:?}"
     );
-    let urls = fetched_urls(&crawler.context, &server, &record).await;
+    let urls = crate::crawl_page_urls(&crawler.context.store, &record.id).await;
     assert_eq!(urls, vec![server.url("/article/1")]);
     let article_requests = server
         .requests()
@@ -352,7 +328,7 @@ async fn an_unreachable_robots_txt_makes_pages_wait_not_pass(backend: Backend) {
     assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
     assert!(c.fetched >= 10, "{c:?}");
     assert!(c.skipped_robots > 0, "{c:?}");
-    for url in fetched_urls(&crawler.context, &server, &record).await {
+    for url in crate::crawl_page_urls(&crawler.context.store, &record.id).await {
         assert!(!url.ends_with('3'), "robots.txt disallowed {url}");
     }
     assert!(server.hits("/robots.txt") <= asked + 1);

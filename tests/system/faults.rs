@@ -545,11 +545,8 @@ async fn a_crawl_interrupted_and_resumed_fetches_nothing_twice() {
         ("TRAWL_POLITENESS__MIN_DELAY_MS", "15"),
         ("TRAWL_POLITENESS__MAX_CONCURRENT_PER_HOST", "4"),
     ];
-    let dirs = [
-        tempfile::tempdir().expect("tempdir"),
-        tempfile::tempdir().expect("tempdir"),
-        tempfile::tempdir().expect("tempdir"),
-    ];
+    let dirs: [tempfile::TempDir; 3] =
+        std::array::from_fn(|_| tempfile::tempdir().expect("tempdir"));
     let crawl = crawl_client(
         dirs[0].path(),
         &redis,
@@ -724,11 +721,8 @@ async fn a_distributed_crawl_stores_exactly_the_sites_unique_documents() {
         ("TRAWL_POLITENESS__MIN_DELAY_MS", "0"),
         ("TRAWL_POLITENESS__MAX_CONCURRENT_PER_HOST", "32"),
     ];
-    let dirs = [
-        tempfile::tempdir().expect("tempdir"),
-        tempfile::tempdir().expect("tempdir"),
-        tempfile::tempdir().expect("tempdir"),
-    ];
+    let dirs: [tempfile::TempDir; 3] =
+        std::array::from_fn(|_| tempfile::tempdir().expect("tempdir"));
     let crawl = crawl_client(
         dirs[0].path(),
         &redis,
@@ -779,24 +773,12 @@ async fn a_distributed_crawl_stores_exactly_the_sites_unique_documents() {
     );
 
     let mut stored = std::collections::BTreeSet::new();
-    let mut cursor = 0;
-    loop {
-        let pages = store
-            .export_pages(None, None, Some(id), cursor, 500)
-            .await
-            .expect("reads");
-        let Some((_, last)) = pages.last() else {
-            break;
-        };
-        cursor = *last;
-        for (page, _) in pages {
-            let path = page
-                .url
-                .strip_prefix(server.site.origin())
-                .expect("a page of the site")
-                .to_owned();
-            assert!(stored.insert(path.clone()), "{path} stored twice");
-        }
+    for url in crate::crawl_page_urls(&store, id).await {
+        let path = url
+            .strip_prefix(server.site.origin())
+            .expect("a page of the site")
+            .to_owned();
+        assert!(stored.insert(path.clone()), "{path} stored twice");
     }
     assert_eq!(stored, server.site.unique_paths());
 

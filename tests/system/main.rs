@@ -29,6 +29,24 @@ pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Contex
     context_with(store, runner_config)
 }
 
+/// The URLs of the pages a crawl stored (each page once), in the order the store exports them.
+pub async fn crawl_page_urls(store: &Store, crawl_id: &str) -> Vec<String> {
+    let mut urls = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let pages = store
+            .export_pages(None, None, Some(crawl_id), cursor, 500)
+            .await
+            .expect("reads");
+        let Some((_, last)) = pages.last() else {
+            break;
+        };
+        cursor = *last;
+        urls.extend(pages.into_iter().map(|(page, _)| page.url));
+    }
+    urls
+}
+
 /// [`context_in`] over a given store.
 pub fn context_with(store: Store, runner_config: runner::Config) -> Arc<Context> {
     let policy = web::Policy {

@@ -35,8 +35,12 @@ pub const PARSED_BYTES: usize = robotxt::BYTE_LIMIT;
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// How long an unreachable robots.txt (5xx, 429, network failure) keeps the host closed
-/// before the caller should try to fetch it again.
-pub const UNREACHABLE_RETRY: Duration = Duration::from_secs(5 * 60);
+/// before the caller should try to fetch it again, after `failures` fetches in a row that
+/// found it unreachable (0 for the first): 1 s, doubling, at most 60 s. Pages wait for it
+/// rather than pass (RFC 9309 allows treating it as a full disallow).
+pub fn unreachable_retry(failures: u32) -> Duration {
+    Duration::from_secs(1_u64 << failures.min(6)).min(Duration::from_secs(60))
+}
 
 /// How the robots.txt behind a [`Robots`] was obtained (RFC 9309, section 2.3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,7 +52,7 @@ pub enum Access {
     Unavailable,
     /// The file could not be fetched (5xx, 429, DNS, connection, timeout, a body over
     /// [`FETCH_MAX_BYTES`], an address the SSRF guard refuses): no URL may be crawled until
-    /// it is fetched again, after [`UNREACHABLE_RETRY`].
+    /// it is fetched again, after [`unreachable_retry`].
     Unreachable,
 }
 
@@ -156,12 +160,13 @@ impl Robots {
         &self.sitemaps
     }
 
-    /// How long this may be used before the file is fetched again: [`MAX_AGE`], or
-    /// [`UNREACHABLE_RETRY`] when it was unreachable.
-    pub fn max_age(&self) -> Duration {
+    /// How long this may be used before the file is fetched again: [`MAX_AGE`], or, when it
+    /// was unreachable, [`unreachable_retry`] after `failures` fetches in a row that found it
+    /// so before this one.
+    pub fn max_age(&self, failures: u32) -> Duration {
         match self.access {
             Access::Parsed | Access::Unavailable => MAX_AGE,
-            Access::Unreachable => UNREACHABLE_RETRY,
+            Access::Unreachable => unreachable_retry(failures),
         }
     }
 }
@@ -362,17 +367,24 @@ mod tests {
             let robots = Robots::from_status(status, body);
             assert_eq!(robots.access(), Access::Unavailable, "{status}");
             assert!(allows(&robots, "/private"), "{status}");
-            assert_eq!(robots.max_age(), MAX_AGE);
+            assert_eq!(robots.max_age(0), MAX_AGE);
         }
         for status in [429, 500, 502, 503, 504, 599, 100, 0] {
             let robots = Robots::from_status(status, body);
             assert_eq!(robots.access(), Access::Unreachable, "{status}");
             assert!(!allows(&robots, "/public"), "{status}");
             assert!(!allows(&robots, "/"), "{status}");
-            assert_eq!(robots.max_age(), UNREACHABLE_RETRY);
+            assert_eq!(robots.max_age(0), unreachable_retry(0));
             assert!(robots.sitemaps().is_empty());
             assert_eq!(robots.crawl_delay(), None);
         }
+    }
+
+    #[test]
+    fn an_unreachable_robots_txt_is_asked_for_again_sooner_than_a_fetched_one() {
+        let pauses: Vec<u64> = (0..9).map(|n| unreachable_retry(n).as_secs()).collect();
+        assert_eq!(pauses, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(unreachable_retry(u32::MAX), Duration::from_secs(60));
     }
 
     #[test]

@@ -81,7 +81,7 @@ async fn missing_and_failing_robots_txt_follow_rfc_9309() {
     let failing = fetch_robots(&site, &page).await;
     assert_eq!(failing.access(), Access::Unreachable);
     assert!(!failing.allowed(&page));
-    assert_eq!(failing.max_age(), robots::UNREACHABLE_RETRY);
+    assert_eq!(failing.max_age(0), robots::unreachable_retry(0));
 
     site.server.set_robots(429, "");
     assert_eq!(
