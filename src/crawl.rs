@@ -109,6 +109,45 @@ pub struct Plan {
     pub spec: CrawlSpec,
     seeds: Vec<Url>,
     filter: UrlFilter,
+    /// URL keys this process knows the store has recorded as seen.
+    seen: Mutex<SeenKeys>,
+}
+
+/// URL keys of one crawl known to be in the store's seen-set (`crawl_urls`), so links found
+/// again and again (a site's navigation is on every page) are not written to the store each
+/// time. Only keys the store has confirmed are remembered: a key found here is seen in the
+/// store, so leaving it out of the write changes no answer (it would not be new). Keys are
+/// kept as 128-bit digests (16 bytes each; a collision, which would skip one URL, is
+/// vanishingly unlikely), at most [`SEEN_CACHE`] of them: when full, the cache starts again.
+#[derive(Debug, Default)]
+struct SeenKeys {
+    digests: std::collections::HashSet<u128>,
+}
+
+/// Seen URL keys remembered per crawl (about 32 MB when full).
+const SEEN_CACHE: usize = 1 << 20;
+
+impl SeenKeys {
+    fn digest(key: &str) -> u128 {
+        use sha2::Digest as _;
+        let hash = sha2::Sha256::digest(key.as_bytes());
+        let mut bytes = [0_u8; 16];
+        bytes.copy_from_slice(&hash[..16]);
+        u128::from_le_bytes(bytes)
+    }
+
+    fn contains(&self, key: &str) -> bool {
+        self.digests.contains(&SeenKeys::digest(key))
+    }
+
+    fn remember<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) {
+        for key in keys {
+            if self.digests.len() >= SEEN_CACHE {
+                self.digests.clear();
+            }
+            self.digests.insert(SeenKeys::digest(key));
+        }
+    }
 }
 
 impl Plan {
@@ -120,6 +159,7 @@ impl Plan {
             spec,
             seeds,
             filter,
+            seen: Mutex::new(SeenKeys::default()),
         })
     }
 
@@ -625,17 +665,29 @@ pub async fn follow_from(
             candidates.push((key, url, depth));
         }
     }
-    let keys: Vec<String> = page_keys
-        .iter()
-        .cloned()
-        .chain(candidates.iter().map(|(key, _, _)| key.clone()))
-        .collect();
-    let mut new: std::collections::HashSet<String> = context
-        .store
-        .add_crawl_urls(&plan.id, &keys)
-        .await?
-        .into_iter()
-        .collect();
+    // Keys this process already knows are seen are not new: only the others are written.
+    let keys: Vec<String> = {
+        let known = plan
+            .seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        page_keys
+            .iter()
+            .chain(candidates.iter().map(|(key, _, _)| key))
+            .filter(|key| !known.contains(key))
+            .cloned()
+            .collect()
+    };
+    let mut new: std::collections::HashSet<String> = if keys.is_empty() {
+        std::collections::HashSet::new()
+    } else {
+        let new = context.store.add_crawl_urls(&plan.id, &keys).await?;
+        plan.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remember(&keys);
+        new.into_iter().collect()
+    };
     let new_page_keys: std::collections::HashSet<String> = page_keys
         .iter()
         .filter(|key| new.remove(*key))
