@@ -5,9 +5,13 @@
 //! completes when none of its jobs is queued or running (the pools look every 250 ms).
 //!
 //! The frontier is durable: follow-ups are jobs in the queue, and every URL the crawl has seen
-//! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. Follow-ups
-//! of a page are queued before the page's job ends, so a crawl never looks finished while
-//! one of its pages still has links to queue.
+//! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. A page's new
+//! URLs and the jobs of those to fetch are recorded in one transaction, then queued, before
+//! the page's job ends, so a crawl never looks finished while one of its pages still has
+//! links to queue. A follow-up's job id comes from the crawl and the URL: a page delivered
+//! again (its worker died before queueing) pushes its still-queued follow-ups again, and the
+//! queue holds each job once. Each process remembers the URLs the store has confirmed seen
+//! (`SeenKeys`), so links found on every page are not written again.
 //!
 //! Politeness: fetches of crawl pages wait for a per-host gate (concurrent requests and
 //! minimum delay between starts, raised by robots.txt Crawl-delay). Embedded, the gate is
@@ -140,7 +144,7 @@ impl SeenKeys {
         self.digests.contains(&SeenKeys::digest(key))
     }
 
-    fn remember<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) {
+    fn remember<'k>(&mut self, keys: impl IntoIterator<Item = &'k str>) {
         for key in keys {
             if self.digests.len() >= SEEN_CACHE {
                 self.digests.clear();
@@ -175,6 +179,8 @@ impl Plan {
 const ROBOTS_CACHE: usize = 1_024;
 /// Crawl plans remembered.
 const PLAN_CACHE: usize = 256;
+/// Seeds and sitemap pages recorded and queued per transaction.
+const SEED_PART: usize = 5_000;
 /// Sitemap files fetched per crawl at most (indexes included).
 const MAX_SITEMAPS: usize = 50;
 /// Largest sitemap file fetched (before decompression; the parser caps what it inflates).
@@ -578,11 +584,20 @@ pub async fn seed(context: &Context, queue: &Queue, plan: &Plan) -> Result<(), S
                 .map(|url| (url, 0)),
         );
     }
-    let followed = follow(context, queue, plan, first).await;
+    // In parts, so a sitemap of 100,000 pages is not held as 100,000 jobs at once.
+    let mut followed = Ok(());
+    for part in first.chunks(SEED_PART) {
+        followed = follow(context, queue, plan, part.to_vec())
+            .await
+            .map(|_| ());
+        if followed.is_err() {
+            break;
+        }
+    }
     // Whatever happened, a crawl with no job left is complete (so a failed seeding does not
     // leave it running for ever).
     context.store.complete_crawl_if_done(&plan.id).await?;
-    followed.map(|_| ())
+    followed
 }
 
 /// The page URLs of the sitemaps of the seeds' sites (robots.txt Sitemap lines, then
@@ -635,7 +650,7 @@ pub async fn follow(
     plan: &Plan,
     found: Vec<(Url, u32)>,
 ) -> Result<CrawlCounters, StartError> {
-    follow_from(context, queue, plan, &[], found)
+    follow_from(context, queue, plan, &[], found, false)
         .await
         .map(|(counters, _)| counters)
 }
@@ -649,112 +664,187 @@ pub async fn follow_from(
     plan: &Plan,
     page_keys: &[String],
     found: Vec<(Url, u32)>,
+    again: bool,
 ) -> Result<(CrawlCounters, std::collections::HashSet<String>), StartError> {
-    let mut counters = CrawlCounters::default();
+    let mut counted = CrawlCounters::default();
     let mut candidates: Vec<(String, Url, u32)> = Vec::with_capacity(found.len());
+    let mut distinct: std::collections::HashSet<String> = page_keys.iter().cloned().collect();
     for (url, depth) in found {
         if depth > plan.spec.max_depth {
-            counters.skipped_depth += 1;
+            counted.skipped_depth += 1;
             continue;
         }
         if !matches!(url.scheme(), "http" | "https") {
             continue;
         }
         let key = crawl_key(&url);
-        if !page_keys.contains(&key) && !candidates.iter().any(|(seen, _, _)| *seen == key) {
+        if distinct.insert(key.clone()) {
             candidates.push((key, url, depth));
         }
     }
-    // Keys this process already knows are seen are not new: only the others are written.
-    let keys: Vec<String> = {
+    // Keys this process already knows are seen are not new: they are left out of the write.
+    // A page delivered again (`again`) keeps its links all the same: its first delivery may
+    // have died after their jobs were created and before they were queued.
+    let (own, candidates) = {
         let known = plan
             .seen
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        page_keys
+        let own: Vec<&String> = page_keys
             .iter()
-            .chain(candidates.iter().map(|(key, _, _)| key))
             .filter(|key| !known.contains(key))
-            .cloned()
-            .collect()
+            .collect();
+        let candidates: Vec<(String, Url, u32)> = candidates
+            .into_iter()
+            .filter(|(key, _, _)| again || !known.contains(key))
+            .collect();
+        (own, candidates)
     };
-    let mut new: std::collections::HashSet<String> = if keys.is_empty() {
-        std::collections::HashSet::new()
-    } else {
-        let new = context.store.add_crawl_urls(&plan.id, &keys).await?;
-        plan.seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remember(&keys);
-        new.into_iter().collect()
-    };
-    let new_page_keys: std::collections::HashSet<String> = page_keys
-        .iter()
-        .filter(|key| new.remove(*key))
-        .cloned()
-        .collect();
-    counters.discovered = new.len() as u64;
-    let mut wanted = Vec::new();
-    for (key, url, depth) in candidates {
-        if !new.contains(&key) {
+    // What becomes of each link if it is new: scope and robots.txt first (a host whose
+    // robots.txt cannot be fetched now is not decided here: its pages are queued and wait for
+    // it when their turn comes, `Crawls::admit`), then a job with an id of its own (the same
+    // for the same URL of the same crawl, so the queue holds it once however often it is
+    // pushed).
+    let mut jobs: Vec<NewJob> = Vec::new();
+    let mut envelopes: Vec<Envelope> = Vec::new();
+    // Per candidate: skipped (scope, robots), or the index of its job.
+    let mut fates: Vec<Result<usize, store::Fate<'static>>> = Vec::with_capacity(candidates.len());
+    for (key, url, depth) in &candidates {
+        if !plan.in_scope(url) {
+            fates.push(Err(store::Fate::Scope));
             continue;
         }
-        if !plan.in_scope(&url) {
-            counters.skipped_scope += 1;
-            continue;
-        }
-        // A host whose robots.txt cannot be fetched now is not decided here: its pages are
-        // queued and wait for it when their turn comes (`Crawls::admit`).
         if plan.spec.robots {
-            let robots = context.crawls.robots(&context.fetch.client, &url).await;
-            if matches!(Verdict::of(&robots, &url), Verdict::Disallowed) {
-                counters.skipped_robots += 1;
+            let robots = context.crawls.robots(&context.fetch.client, url).await;
+            if matches!(Verdict::of(&robots, url), Verdict::Disallowed) {
+                fates.push(Err(store::Fate::Robots));
                 continue;
             }
         }
-        wanted.push((url, depth));
+        let id = follow_up_id(&plan.id, key);
+        let job = Job::Fetch(FetchJob {
+            extract: plan.spec.extract,
+            archive: plan.spec.archive,
+            render: plan.spec.render,
+            proxy: plan.spec.proxy.clone(),
+            ..FetchJob::new(url.to_string())
+        });
+        jobs.push(NewJob {
+            crawl_id: Some(plan.id.clone()),
+            ..NewJob::new(&id, &job, context.config.max_attempts)
+        });
+        envelopes.push(Envelope {
+            crawl: Some(CrawlRef {
+                id: plan.id.clone(),
+                depth: *depth,
+            }),
+            ..Envelope::new(id, job)
+        });
+        fates.push(Ok(jobs.len() - 1));
     }
-    // Most pages of a crawl find no link new to it: then nothing is written.
-    let granted = if wanted.is_empty() {
-        0
+    let found: Vec<store::Found<'_>> = own
+        .iter()
+        .map(|key| store::Found {
+            key: key.as_str(),
+            fate: store::Fate::Own,
+        })
+        .chain(
+            candidates
+                .iter()
+                .zip(&fates)
+                .map(|((key, _, _), fate)| store::Found {
+                    key: key.as_str(),
+                    fate: match fate {
+                        Ok(job) => store::Fate::Queue(&jobs[*job]),
+                        Err(skipped) => *skipped,
+                    },
+                }),
+        )
+        .collect();
+    // Most pages of a crawl find no link new to this process: then nothing is written.
+    let followed = if found.is_empty() && counted == CrawlCounters::default() {
+        store::Followed::default()
     } else {
         context
             .store
-            .reserve_crawl_pages(&plan.id, plan.spec.max_pages, wanted.len() as u64)
-            .await? as usize
+            .follow_crawl(&plan.id, plan.spec.max_pages, &found, &counted)
+            .await?
     };
-    counters.skipped_limit = (wanted.len() - granted.min(wanted.len())) as u64;
-    wanted.truncate(granted);
-    if !wanted.is_empty() {
-        let mut jobs = Vec::with_capacity(wanted.len());
-        let mut envelopes = Vec::with_capacity(wanted.len());
-        for (url, depth) in wanted {
-            let id = ulid::Ulid::generate().to_string();
-            let job = Job::Fetch(FetchJob {
-                extract: plan.spec.extract,
-                archive: plan.spec.archive,
-                render: plan.spec.render,
-                proxy: plan.spec.proxy.clone(),
-                ..FetchJob::new(url.to_string())
-            });
-            jobs.push(NewJob {
-                crawl_id: Some(plan.id.clone()),
-                ..NewJob::new(&id, &job, context.config.max_attempts)
-            });
-            envelopes.push(Envelope {
-                crawl: Some(CrawlRef {
-                    id: plan.id.clone(),
-                    depth,
-                }),
-                ..Envelope::new(id, job)
-            });
+    plan.seen
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .remember(found.iter().map(|found| found.key));
+    let mut to_queue: std::collections::HashSet<String> =
+        followed.created.iter().cloned().collect();
+    if again {
+        let not_new: Vec<String> = found
+            .iter()
+            .filter_map(|found| match found.fate {
+                store::Fate::Queue(job) if !followed.new.contains(found.key) => {
+                    Some(job.id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        if !not_new.is_empty() {
+            to_queue.extend(context.store.queued_jobs(&not_new).await?);
         }
-        context.store.create_jobs(&jobs).await?;
+    }
+    if !to_queue.is_empty() {
+        envelopes.retain(|envelope| to_queue.contains(&envelope.id));
         queue.push(envelopes).await?;
     }
-    // `queued` was counted when the budget was reserved.
-    if counters != CrawlCounters::default() {
-        context.store.count_crawl(&plan.id, &counters).await?;
+    let new_page_keys: std::collections::HashSet<String> = page_keys
+        .iter()
+        .filter(|key| followed.new.contains(*key))
+        .cloned()
+        .collect();
+    Ok((followed.counters, new_page_keys))
+}
+
+/// The id of the job that fetches `key` for a crawl: a ULID with the crawl's time and 80
+/// bits of a digest of the crawl and the key, so that a page delivered again (its first
+/// worker died) queues the same jobs, and the queue, keyed by job id, holds each once.
+fn follow_up_id(crawl_id: &str, key: &str) -> String {
+    use sha2::Digest as _;
+    let time = ulid::Ulid::from_string(crawl_id).map_or(0, |id| id.timestamp_ms());
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(crawl_id.as_bytes());
+    hasher.update([0]);
+    hasher.update(key.as_bytes());
+    let digest = hasher.finalize();
+    let mut random = [0_u8; 16];
+    random[6..].copy_from_slice(&digest[..10]);
+    ulid::Ulid::from_parts(time, u128::from_be_bytes(random)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follow_up_ids_are_the_same_for_the_same_url_of_the_same_crawl() {
+        let crawl = ulid::Ulid::generate();
+        let id = follow_up_id(&crawl.to_string(), "http://a.test/p/1");
+        assert_eq!(id, follow_up_id(&crawl.to_string(), "http://a.test/p/1"));
+        assert_ne!(id, follow_up_id(&crawl.to_string(), "http://a.test/p/2"));
+        let other = ulid::Ulid::generate().to_string();
+        assert_ne!(id, follow_up_id(&other, "http://a.test/p/1"));
+        let parsed = ulid::Ulid::from_string(&id).expect("a ULID");
+        assert_eq!(parsed.timestamp_ms(), crawl.timestamp_ms());
     }
-    Ok((counters, new_page_keys))
+
+    #[test]
+    fn seen_keys_remember_what_they_are_told_and_nothing_else() {
+        let mut seen = SeenKeys::default();
+        seen.remember(["http://a.test/1", "http://a.test/2"]);
+        assert!(seen.contains("http://a.test/1") && seen.contains("http://a.test/2"));
+        assert!(!seen.contains("http://a.test/3"));
+        for n in 0..SEEN_CACHE {
+            seen.digests.insert(n as u128);
+        }
+        seen.remember(["http://a.test/3"]);
+        assert_eq!(seen.digests.len(), 1, "a full cache starts again");
+        assert!(seen.contains("http://a.test/3") && !seen.contains("http://a.test/1"));
+    }
 }

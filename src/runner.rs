@@ -475,7 +475,7 @@ async fn run_fetch(
     if let Some(hit) = fresh_page(context, job, &url, &options_hash).await? {
         if let Some((plan, depth)) = &crawl
             && let Some(duplicate) =
-                follow_links(context, plan, *depth, &url, &hit.page.info).await?
+                follow_links(context, plan, *depth, &url, &hit.page.info, attempt > 1).await?
         {
             return Ok(Err(duplicate));
         }
@@ -520,7 +520,8 @@ async fn run_fetch(
         Err(error) => return Ok(Err(error)),
     };
     if let Some((plan, depth)) = &crawl
-        && let Some(duplicate) = follow_links(context, plan, *depth, &url, &fetched.info).await?
+        && let Some(duplicate) =
+            follow_links(context, plan, *depth, &url, &fetched.info, attempt > 1).await?
     {
         return Ok(Err(duplicate));
     }
@@ -657,13 +658,16 @@ async fn run_browse(
 /// A crawl's page (requested as `url`) was fetched (or found fresh in the cache): records its
 /// final and canonical URLs as seen (a page whose canonical URL, or whose redirect target, the
 /// crawl already has is a duplicate: returned as the job's error, and not stored), then queues
-/// its links (one level deeper) before the page's job ends.
+/// its links (one level deeper) before the page's job ends. `again`: this is not the job's
+/// first attempt, so an earlier one may have died between recording the links and queueing
+/// their jobs: those still queued are pushed again.
 async fn follow_links(
     context: &Context,
     plan: &crate::crawl::Plan,
     depth: u32,
     url: &url::Url,
     info: &fetch::PageInfo,
+    again: bool,
 ) -> Result<Option<JobError>, store::Error> {
     let Some(queue) = &context.queue else {
         return Ok(None);
@@ -691,7 +695,8 @@ async fn follow_links(
         .filter_map(|link| url::Url::parse(link).ok())
         .map(|link| (link, depth + 1))
         .collect();
-    let new = match crate::crawl::follow_from(context, queue, plan, &page_keys, links).await {
+    let new = match crate::crawl::follow_from(context, queue, plan, &page_keys, links, again).await
+    {
         Ok((_, new)) => new,
         Err(crate::crawl::StartError::Store(error)) => return Err(error),
         Err(error) => {

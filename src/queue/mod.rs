@@ -34,6 +34,18 @@ pub struct Envelope {
     pub crawl: Option<CrawlRef>,
 }
 
+/// The envelopes as queue tasks keyed by their job id (apalis' idempotency key): the queue
+/// holds a job once however often it is pushed, as long as it holds it (until its task is
+/// pruned after it ended; on Redis, for at most a day).
+fn keyed_tasks(envelopes: Vec<Envelope>) -> impl Iterator<Item = apalis::prelude::Task<Envelope>> {
+    envelopes.into_iter().map(|envelope| {
+        let key = envelope.id.clone();
+        apalis::prelude::TaskBuilder::new(envelope)
+            .idempotency_key(key)
+            .build()
+    })
+}
+
 /// A job's place in a crawl.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrawlRef {
@@ -169,6 +181,8 @@ impl Queue {
 
     /// Pushes envelopes in bulk (one transaction on SQLite, one script call per 1,000 on
     /// Redis): jobs that need the browser to the browse queue, the rest to the fetch queue.
+    /// Tasks are keyed by job id: pushing a job the queue still holds adds nothing (a crawl
+    /// page delivered again pushes its follow-ups again).
     pub async fn push(&self, envelopes: Vec<Envelope>) -> Result<(), Error> {
         let (browse, fetch): (Vec<Envelope>, Vec<Envelope>) = envelopes
             .into_iter()

@@ -18,6 +18,9 @@ use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name
 /// Task ids moved per script call: `unpack` in Lua fails from about 8,000 values on.
 const CHUNK: usize = 1_000;
 
+/// How long Redis remembers that a job was pushed (its task's idempotency key).
+const IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Moves up to `ARGV[2]` ids due by `ARGV[1]` from the scheduled set to the active list (the same
 /// move apalis' `fetch_next.lua` makes, bounded).
 const PROMOTE_DUE: &str = r"
@@ -82,6 +85,9 @@ impl RedisQueue {
                 // come back through its in-flight set, graceful release too, and the store
                 // keeps who runs a job.
                 .lock_tasks(false)
+                // Tasks are pushed keyed by job id (`keyed_tasks`); a key outlives any
+                // delivery of its job, and does not pile up for ever.
+                .idempotency_ttl(Some(IDEMPOTENCY_TTL))
         };
         let config = lane_config(fetch_queue_name(namespace));
         let browse_config = lane_config(browse_queue_name(namespace));
@@ -109,7 +115,7 @@ impl RedisQueue {
         while envelopes.peek().is_some() {
             let chunk: Vec<Envelope> = envelopes.by_ref().take(CHUNK).collect();
             storage
-                .push_bulk(chunk)
+                .push_all(futures_util::stream::iter(super::keyed_tasks(chunk)))
                 .await
                 .map_err(|error| Error::Backend(error.to_string()))?;
         }

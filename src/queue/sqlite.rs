@@ -71,14 +71,15 @@ impl SqliteQueue {
         })
     }
 
-    /// Pushes envelopes into a lane's queue in one transaction.
+    /// Pushes envelopes into a lane's queue in one transaction; an envelope whose job is
+    /// already in the queue is left out (see `keyed_tasks`).
     pub(super) async fn push(&self, lane: Lane, envelopes: Vec<Envelope>) -> Result<(), Error> {
         let mut storage = match lane {
             Lane::Fetch => self.storage.clone(),
             Lane::Browse => self.browse.clone(),
         };
         storage
-            .push_bulk(envelopes)
+            .push_all(futures_util::stream::iter(super::keyed_tasks(envelopes)))
             .await
             .map_err(|error| Error::Backend(error.to_string()))
     }

@@ -331,16 +331,17 @@ delegate! {
     /// Returns true when a URL key is in a crawl's seen set.
     pub async fn crawl_url_seen(&self, crawl_id: &str, key: &str) -> Result<bool, Error>;
 
-    /// Adds URL keys to a crawl's seen set and returns those that were new, in the order given.
-    pub async fn add_crawl_urls(&self, crawl_id: &str, keys: &[String]) -> Result<Vec<String>, Error>;
+    /// Records what a crawl page found, in one transaction: every key of `found` joins the
+    /// crawl's seen set; of those new to it, the ones to queue get their jobs created as far
+    /// as the page budget (`max_pages` minus the jobs the crawl has queued) allows; the
+    /// crawl's counters get `counted` plus what happened to the new keys. Seen keys and the
+    /// jobs of the new ones are written together, so a worker that dies after this call
+    /// leaves jobs to queue (see [`Store::queued_jobs`]), never keys seen without their job.
+    pub async fn follow_crawl(&self, crawl_id: &str, max_pages: u64, found: &[Found<'_>], counted: &CrawlCounters) -> Result<Followed, Error>;
 
-    /// Adds to a crawl's counters.
-    pub async fn count_crawl(&self, crawl_id: &str, delta: &CrawlCounters) -> Result<(), Error>;
-
-    /// Takes up to `wanted` of a crawl's remaining page budget (`max_pages` minus the jobs it
-    /// has queued) and counts them as queued. Returns how many were granted (none once the
-    /// crawl is no longer running).
-    pub async fn reserve_crawl_pages(&self, crawl_id: &str, max_pages: u64, wanted: u64) -> Result<u64, Error>;
+    /// Returns which of these jobs are still queued (a crawl page delivered again queues its
+    /// follow-ups again: pushing a job twice is harmless, the queue keys tasks by job id).
+    pub async fn queued_jobs(&self, ids: &[String]) -> Result<Vec<String>, Error>;
 
     /// Ends a crawl as completed when none of its jobs is queued or running. Returns true when
     /// this call ended it.
@@ -737,6 +738,85 @@ pub struct CrawlCounters {
     pub skipped_limit: u64,
     /// Pages whose `rel=canonical` names a page the crawl already has.
     pub skipped_duplicate: u64,
+}
+
+/// What becomes of a URL key a crawl page found, when the key is new to the crawl.
+#[derive(Debug, Clone, Copy)]
+pub enum Fate<'a> {
+    /// One of the page's own keys (its final or canonical URL): recorded, not counted.
+    Own,
+    /// Out of scope or filtered out by the globs (`skipped_scope`).
+    Scope,
+    /// Disallowed by robots.txt (`skipped_robots`).
+    Robots,
+    /// To fetch: this job is created when the page budget allows (`queued`), else the key
+    /// counts as `skipped_limit`.
+    Queue(&'a NewJob),
+}
+
+/// A URL key a crawl page found, and what becomes of it when it is new.
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    /// `trawl_workers::crawl::crawl_key` of the URL.
+    pub key: &'a str,
+    /// What becomes of it.
+    pub fate: Fate<'a>,
+}
+
+/// What [`Store::follow_crawl`] recorded.
+#[derive(Debug, Default)]
+pub struct Followed {
+    /// The keys that were new to the crawl.
+    pub new: std::collections::HashSet<String>,
+    /// The ids of the jobs created, in the order found: the caller queues them.
+    pub created: Vec<String>,
+    /// What was added to the crawl's counters.
+    pub counters: CrawlCounters,
+}
+
+impl Followed {
+    /// The tally once the seen set answered (`new`): the counters of the new keys, and the
+    /// jobs wanted (new keys to queue), in the order found. Shared by both engines.
+    fn tally<'a>(
+        found: &[Found<'a>],
+        new: std::collections::HashSet<String>,
+        counted: &CrawlCounters,
+    ) -> (Followed, Vec<&'a NewJob>) {
+        let mut counters = counted.clone();
+        let mut wanted = Vec::new();
+        let mut tallied = std::collections::HashSet::new();
+        for found in found {
+            if !new.contains(found.key) || !tallied.insert(found.key) {
+                continue;
+            }
+            match found.fate {
+                Fate::Own => continue,
+                Fate::Scope => counters.skipped_scope += 1,
+                Fate::Robots => counters.skipped_robots += 1,
+                Fate::Queue(job) => wanted.push(job),
+            }
+            counters.discovered += 1;
+        }
+        let followed = Followed {
+            new,
+            created: Vec::new(),
+            counters,
+        };
+        (followed, wanted)
+    }
+
+    /// Keeps the first `granted` wanted jobs: they are created and counted as queued, the
+    /// rest as beyond the budget. Returns the jobs to create.
+    fn grant<'a>(&mut self, mut wanted: Vec<&'a NewJob>, granted: u64) -> Vec<&'a NewJob> {
+        let granted = usize::try_from(granted)
+            .unwrap_or(usize::MAX)
+            .min(wanted.len());
+        self.counters.skipped_limit += (wanted.len() - granted) as u64;
+        self.counters.queued += granted as u64;
+        wanted.truncate(granted);
+        self.created = wanted.iter().map(|job| job.id.clone()).collect();
+        wanted
+    }
 }
 
 pub use sessions::NewSessionStep;

@@ -28,8 +28,8 @@ use super::blob::Blob;
 use super::rows::{self, Columns as _, JOB_COLUMNS, PAGE_COLUMNS, now_rfc3339, to_json};
 use super::writer::{Batches, PendingPage, ended_ids, ended_per_page};
 use super::{
-    ArchivePage, BatchSummary, Cancel, CrawlCounters, CrawlRecord, EndedJob, Error, JobRecord,
-    NewBatch, NewJob, Outcome, PageRecord, Status, WarcRef,
+    ArchivePage, BatchSummary, Cancel, CrawlCounters, CrawlRecord, EndedJob, Error, Followed,
+    Found, JobRecord, NewBatch, NewJob, Outcome, PageRecord, Status, WarcRef,
 };
 
 /// The advisory lock that orders `done_seq` by commit (any constant; advisory locks are per
@@ -84,25 +84,7 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         }
-        for chunk in jobs.chunks(1_000) {
-            let mut insert = sqlx::QueryBuilder::<Postgres>::new(
-                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts,
-                     created_at, webhook, crawl_id) ",
-            );
-            insert.push_values(chunk, |mut row, job| {
-                row.push_bind(job.id.as_str())
-                    .push_bind(job.kind)
-                    .push_bind(job.batch_id.as_deref())
-                    .push_bind(job.url.as_str())
-                    .push_bind(job.params.to_string())
-                    .push_bind("queued")
-                    .push_bind(i64::from(job.max_attempts))
-                    .push_bind(now.as_str())
-                    .push_bind(job.webhook.as_deref())
-                    .push_bind(job.crawl_id.as_deref());
-            });
-            insert.build().execute(&mut *tx).await?;
-        }
+        insert_jobs(&mut tx, jobs.iter(), &now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -391,22 +373,21 @@ impl PgStore {
         Ok(row.is_some())
     }
 
-    pub(super) async fn add_crawl_urls(
+    pub(super) async fn follow_crawl(
         &self,
         crawl_id: &str,
-        keys: &[String],
-    ) -> Result<Vec<String>, Error> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Inserted in one fixed order, so two workers adding overlapping sets wait on each
-        // other instead of deadlocking.
-        let mut sorted: Vec<&str> = keys.iter().map(String::as_str).collect();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let mut new = Vec::new();
+        max_pages: u64,
+        found: &[Found<'_>],
+        counted: &CrawlCounters,
+    ) -> Result<Followed, Error> {
+        // Keys are inserted in one fixed order, so two workers adding overlapping sets wait on
+        // each other instead of deadlocking; the crawl row is locked after them.
+        let mut keys: Vec<&str> = found.iter().map(|found| found.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
         let mut tx = self.pool.begin().await?;
-        for chunk in sorted.chunks(CRAWL_URLS_PER_INSERT) {
+        let mut new = std::collections::HashSet::new();
+        for chunk in keys.chunks(CRAWL_URLS_PER_INSERT) {
             let added: Vec<String> = sqlx::query_scalar(
                 "INSERT INTO crawl_urls (crawl_id, url_key)
                  SELECT $1, url_key FROM unnest($2::text[]) AS keys(url_key)
@@ -418,63 +399,34 @@ impl PgStore {
             .await?;
             new.extend(added);
         }
-        tx.commit().await?;
-        Ok(rows::in_given_order(keys, new))
-    }
-
-    pub(super) async fn count_crawl(
-        &self,
-        crawl_id: &str,
-        delta: &CrawlCounters,
-    ) -> Result<(), Error> {
-        sqlx::query(
-            "UPDATE crawls SET discovered = discovered + $1, queued = queued + $2,
-                 fetched = fetched + $3, failed = failed + $4, skipped_scope = skipped_scope + $5,
-                 skipped_robots = skipped_robots + $6, skipped_depth = skipped_depth + $7,
-                 skipped_limit = skipped_limit + $8, skipped_duplicate = skipped_duplicate + $9
-             WHERE id = $10",
-        )
-        .bind(delta.discovered as i64)
-        .bind(delta.queued as i64)
-        .bind(delta.fetched as i64)
-        .bind(delta.failed as i64)
-        .bind(delta.skipped_scope as i64)
-        .bind(delta.skipped_robots as i64)
-        .bind(delta.skipped_depth as i64)
-        .bind(delta.skipped_limit as i64)
-        .bind(delta.skipped_duplicate as i64)
-        .bind(crawl_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    pub(super) async fn reserve_crawl_pages(
-        &self,
-        crawl_id: &str,
-        max_pages: u64,
-        wanted: u64,
-    ) -> Result<u64, Error> {
-        let mut tx = self.pool.begin().await?;
-        let queued: Option<i64> = sqlx::query_scalar(
-            "SELECT queued FROM crawls WHERE id = $1 AND status = 'running' FOR UPDATE",
-        )
-        .bind(crawl_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(queued) = queued else {
-            return Ok(0);
+        let (mut followed, wanted) = Followed::tally(found, new, counted);
+        let granted = if wanted.is_empty() {
+            0
+        } else {
+            let queued: Option<i64> = sqlx::query_scalar(
+                "SELECT queued FROM crawls WHERE id = $1 AND status = 'running' FOR UPDATE",
+            )
+            .bind(crawl_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            queued.map_or(0, |queued| max_pages.saturating_sub(queued.max(0) as u64))
         };
-        let granted = wanted.min(max_pages.saturating_sub(queued.max(0) as u64));
-        if granted > 0 {
-            sqlx::query("UPDATE crawls SET queued = queued + $1 WHERE id = $2")
-                .bind(granted as i64)
-                .bind(crawl_id)
-                .execute(&mut *tx)
-                .await?;
+        let jobs = followed.grant(wanted, granted);
+        insert_jobs(&mut tx, jobs.into_iter(), &now_rfc3339()).await?;
+        if followed.counters != CrawlCounters::default() {
+            add_crawl_counters(&mut tx, crawl_id, &followed.counters).await?;
         }
         tx.commit().await?;
-        Ok(granted)
+        Ok(followed)
+    }
+
+    pub(super) async fn queued_jobs(&self, ids: &[String]) -> Result<Vec<String>, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM jobs WHERE id = ANY($1) AND status = 'queued'")
+                .bind(ids)
+                .fetch_all(&self.pool)
+                .await?,
+        )
     }
 
     pub(super) async fn complete_crawl_if_done(&self, crawl_id: &str) -> Result<bool, Error> {
@@ -787,5 +739,62 @@ async fn number_ended(tx: &mut Transaction, ids: &[&str]) -> Result<(), Error> {
         .bind(ids)
         .execute(&mut **tx)
         .await?;
+    Ok(())
+}
+
+/// Records jobs as queued, 1,000 per statement.
+async fn insert_jobs<'a>(
+    connection: &mut sqlx::PgConnection,
+    jobs: impl Iterator<Item = &'a NewJob>,
+    now: &str,
+) -> Result<(), Error> {
+    let jobs: Vec<&NewJob> = jobs.collect();
+    for chunk in jobs.chunks(1_000) {
+        let mut insert = sqlx::QueryBuilder::<Postgres>::new(
+            "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts,
+                 created_at, webhook, crawl_id) ",
+        );
+        insert.push_values(chunk, |mut row, job| {
+            row.push_bind(job.id.as_str())
+                .push_bind(job.kind)
+                .push_bind(job.batch_id.as_deref())
+                .push_bind(job.url.as_str())
+                .push_bind(job.params.to_string())
+                .push_bind("queued")
+                .push_bind(i64::from(job.max_attempts))
+                .push_bind(now)
+                .push_bind(job.webhook.as_deref())
+                .push_bind(job.crawl_id.as_deref());
+        });
+        insert.build().execute(&mut *connection).await?;
+    }
+    Ok(())
+}
+
+/// Adds `delta` to a crawl's counters.
+async fn add_crawl_counters(
+    connection: &mut sqlx::PgConnection,
+    crawl_id: &str,
+    delta: &CrawlCounters,
+) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE crawls SET discovered = discovered + $1, queued = queued + $2,
+             fetched = fetched + $3, failed = failed + $4, skipped_scope = skipped_scope + $5,
+             skipped_robots = skipped_robots + $6, skipped_depth = skipped_depth + $7,
+             skipped_limit = skipped_limit + $8, skipped_duplicate = skipped_duplicate + $9
+         WHERE id = $10",
+    )
+    .bind(delta.discovered as i64)
+    .bind(delta.queued as i64)
+    .bind(delta.fetched as i64)
+    .bind(delta.failed as i64)
+    .bind(delta.skipped_scope as i64)
+    .bind(delta.skipped_robots as i64)
+    .bind(delta.skipped_depth as i64)
+    .bind(delta.skipped_limit as i64)
+    .bind(delta.skipped_duplicate as i64)
+    .bind(crawl_id)
+    .execute(&mut *connection)
+    .await?;
     Ok(())
 }

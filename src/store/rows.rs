@@ -176,19 +176,6 @@ pub(super) fn error_count(row: &impl Columns) -> Result<(String, u64), Error> {
     Ok((code, row.int("n")?.max(0) as u64))
 }
 
-/// Keeps the keys that were added, in the caller's order, each once.
-pub(super) fn in_given_order(keys: &[String], added: Vec<String>) -> Vec<String> {
-    // RETURNING gives no order guarantee: keep the caller's.
-    let mut added: std::collections::HashSet<String> = added.into_iter().collect();
-    let mut ordered: Vec<String> = Vec::with_capacity(added.len());
-    for key in keys {
-        if added.remove(key) {
-            ordered.push(key.clone());
-        }
-    }
-    ordered
-}
-
 /// A value as stored JSON text.
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("store types serialise to json")

@@ -17,8 +17,8 @@ use super::blob::Blob;
 use super::rows::{self, Columns as _, JOB_COLUMNS, PAGE_COLUMNS, now_rfc3339, to_json};
 use super::writer::{Batches, PendingPage, ended_ids, ended_per_page};
 use super::{
-    ArchivePage, BatchSummary, Cancel, CrawlCounters, CrawlRecord, EndedJob, Error, JobRecord,
-    NewBatch, NewJob, Outcome, PageRecord, Status, WarcRef,
+    ArchivePage, BatchSummary, Cancel, CrawlCounters, CrawlRecord, EndedJob, Error, Followed,
+    Found, JobRecord, NewBatch, NewJob, Outcome, PageRecord, Status, WarcRef,
 };
 
 /// The SQLite engine, cheap to clone (a connection pool).
@@ -89,22 +89,7 @@ impl SqliteStore {
                 .await?;
         }
         for job in jobs {
-            sqlx::query(
-                "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
-                     webhook, crawl_id)
-                 VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
-            )
-            .bind(&job.id)
-            .bind(job.kind)
-            .bind(&job.batch_id)
-            .bind(&job.url)
-            .bind(job.params.to_string())
-            .bind(i64::from(job.max_attempts))
-            .bind(&now)
-            .bind(&job.webhook)
-            .bind(&job.crawl_id)
-            .execute(&mut *tx)
-            .await?;
+            insert_job(&mut tx, job, &now).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -396,84 +381,68 @@ impl SqliteStore {
         Ok(row.is_some())
     }
 
-    pub(super) async fn add_crawl_urls(
+    pub(super) async fn follow_crawl(
         &self,
         crawl_id: &str,
-        keys: &[String],
-    ) -> Result<Vec<String>, Error> {
-        let mut new = Vec::new();
-        if keys.is_empty() {
-            return Ok(new);
-        }
+        max_pages: u64,
+        found: &[Found<'_>],
+        counted: &CrawlCounters,
+    ) -> Result<Followed, Error> {
         let mut tx = self.write_transaction().await?;
+        let mut keys: Vec<&str> = found.iter().map(|found| found.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut new = std::collections::HashSet::new();
         for batch in keys.chunks(400) {
             let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                 "INSERT INTO crawl_urls (crawl_id, url_key) ",
             );
             insert.push_values(batch, |mut row, key| {
-                row.push_bind(crawl_id).push_bind(key.as_str());
+                row.push_bind(crawl_id).push_bind(*key);
             });
             insert.push(" ON CONFLICT DO NOTHING RETURNING url_key");
             for row in insert.build().fetch_all(&mut *tx).await? {
-                new.push(row.try_get::<String, _>(0)?);
+                new.insert(row.try_get::<String, _>(0)?);
             }
         }
-        tx.commit().await?;
-        Ok(rows::in_given_order(keys, new))
-    }
-
-    pub(super) async fn count_crawl(
-        &self,
-        crawl_id: &str,
-        delta: &CrawlCounters,
-    ) -> Result<(), Error> {
-        sqlx::query(
-            "UPDATE crawls SET discovered = discovered + ?, queued = queued + ?,
-                 fetched = fetched + ?, failed = failed + ?, skipped_scope = skipped_scope + ?,
-                 skipped_robots = skipped_robots + ?, skipped_depth = skipped_depth + ?,
-                 skipped_limit = skipped_limit + ?, skipped_duplicate = skipped_duplicate + ?
-             WHERE id = ?",
-        )
-        .bind(delta.discovered as i64)
-        .bind(delta.queued as i64)
-        .bind(delta.fetched as i64)
-        .bind(delta.failed as i64)
-        .bind(delta.skipped_scope as i64)
-        .bind(delta.skipped_robots as i64)
-        .bind(delta.skipped_depth as i64)
-        .bind(delta.skipped_limit as i64)
-        .bind(delta.skipped_duplicate as i64)
-        .bind(crawl_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    pub(super) async fn reserve_crawl_pages(
-        &self,
-        crawl_id: &str,
-        max_pages: u64,
-        wanted: u64,
-    ) -> Result<u64, Error> {
-        let mut tx = self.write_transaction().await?;
-        let queued: Option<i64> =
-            sqlx::query_scalar("SELECT queued FROM crawls WHERE id = ? AND status = 'running'")
-                .bind(crawl_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some(queued) = queued else {
-            return Ok(0);
+        let (mut followed, wanted) = Followed::tally(found, new, counted);
+        let granted = if wanted.is_empty() {
+            0
+        } else {
+            let queued: Option<i64> =
+                sqlx::query_scalar("SELECT queued FROM crawls WHERE id = ? AND status = 'running'")
+                    .bind(crawl_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            queued.map_or(0, |queued| max_pages.saturating_sub(queued.max(0) as u64))
         };
-        let granted = wanted.min(max_pages.saturating_sub(queued.max(0) as u64));
-        if granted > 0 {
-            sqlx::query("UPDATE crawls SET queued = queued + ? WHERE id = ?")
-                .bind(granted as i64)
-                .bind(crawl_id)
-                .execute(&mut *tx)
-                .await?;
+        let now = now_rfc3339();
+        for job in followed.grant(wanted, granted) {
+            insert_job(&mut tx, job, &now).await?;
+        }
+        if followed.counters != CrawlCounters::default() {
+            add_crawl_counters(&mut tx, crawl_id, &followed.counters).await?;
         }
         tx.commit().await?;
-        Ok(granted)
+        Ok(followed)
+    }
+
+    pub(super) async fn queued_jobs(&self, ids: &[String]) -> Result<Vec<String>, Error> {
+        let mut queued = Vec::new();
+        for batch in ids.chunks(400) {
+            let mut select = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "SELECT id FROM jobs WHERE status = 'queued' AND id IN (",
+            );
+            let mut list = select.separated(", ");
+            for id in batch {
+                list.push_bind(id.as_str());
+            }
+            select.push(")");
+            for row in select.build().fetch_all(&self.pool).await? {
+                queued.push(row.try_get::<String, _>(0)?);
+            }
+        }
+        Ok(queued)
     }
 
     pub(super) async fn complete_crawl_if_done(&self, crawl_id: &str) -> Result<bool, Error> {
@@ -750,5 +719,58 @@ async fn count_crawl_ends(
     }
     update.push(") GROUP BY crawl_id) AS c WHERE crawls.id = c.crawl_id");
     update.build().execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Records a job as queued.
+async fn insert_job(
+    connection: &mut sqlx::SqliteConnection,
+    job: &NewJob,
+    now: &str,
+) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
+             webhook, crawl_id)
+         VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+    )
+    .bind(&job.id)
+    .bind(job.kind)
+    .bind(&job.batch_id)
+    .bind(&job.url)
+    .bind(job.params.to_string())
+    .bind(i64::from(job.max_attempts))
+    .bind(now)
+    .bind(&job.webhook)
+    .bind(&job.crawl_id)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+/// Adds `delta` to a crawl's counters.
+async fn add_crawl_counters(
+    connection: &mut sqlx::SqliteConnection,
+    crawl_id: &str,
+    delta: &CrawlCounters,
+) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE crawls SET discovered = discovered + ?, queued = queued + ?,
+             fetched = fetched + ?, failed = failed + ?, skipped_scope = skipped_scope + ?,
+             skipped_robots = skipped_robots + ?, skipped_depth = skipped_depth + ?,
+             skipped_limit = skipped_limit + ?, skipped_duplicate = skipped_duplicate + ?
+         WHERE id = ?",
+    )
+    .bind(delta.discovered as i64)
+    .bind(delta.queued as i64)
+    .bind(delta.fetched as i64)
+    .bind(delta.failed as i64)
+    .bind(delta.skipped_scope as i64)
+    .bind(delta.skipped_robots as i64)
+    .bind(delta.skipped_depth as i64)
+    .bind(delta.skipped_limit as i64)
+    .bind(delta.skipped_duplicate as i64)
+    .bind(crawl_id)
+    .execute(&mut *connection)
+    .await?;
     Ok(())
 }

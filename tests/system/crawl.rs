@@ -55,6 +55,7 @@ on_both_backends!(
     a_cancelled_crawl_queues_nothing_more,
     bad_crawl_specs_are_refused_before_anything_is_recorded,
     a_second_crawl_follows_links_from_cached_pages,
+    a_page_delivered_again_queues_the_follow_ups_its_dead_delivery_recorded,
 );
 
 /// A context whose crawl pages queue their links, with no politeness delay, and its pool.
@@ -177,6 +178,71 @@ impl Crawler {
             let _ = tokio::time::timeout(Duration::from_secs(30), pool).await;
         }
     }
+}
+
+/// A worker that dies after a page's links and their jobs are recorded, and before they are
+/// queued: the page's next delivery queues them (once each), and the crawl goes on.
+async fn a_page_delivered_again_queues_the_follow_ups_its_dead_delivery_recorded(backend: Backend) {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let crawler = Crawler::start(backend, dir.path()).await;
+    let context = &crawler.context;
+    let plan = trawl::crawl::create(
+        context,
+        CrawlSpec {
+            max_pages: 30,
+            max_depth: 6,
+            ..CrawlSpec::new(vec![server.url("/site/1")])
+        },
+    )
+    .await
+    .expect("creates");
+    let found = || vec![(url::Url::parse(&server.url("/site/1")).expect("url"), 0)];
+    // The first delivery pushes into a queue that is gone, as if its worker died there.
+    let gone = Queue::open(
+        &dir.path().join("gone.sqlite"),
+        "gone",
+        runner::Config::default().queue_settings(),
+    )
+    .await
+    .expect("opens");
+    gone.close().await;
+    let first = trawl::crawl::follow_from(context, &gone, &plan, &[], found(), false).await;
+    assert!(first.is_err(), "the push failed: {first:?}");
+    let recorded = context
+        .store
+        .crawl(&plan.id)
+        .await
+        .expect("reads")
+        .expect("exists");
+    assert_eq!(recorded.counters.queued, 1, "the seed's job is recorded");
+    assert_eq!(recorded.status, CrawlStatus::Running);
+    // Delivered again (twice, even): the recorded job is queued, once.
+    for _ in 0..2 {
+        trawl::crawl::follow_from(context, &crawler.queue, &plan, &[], found(), true)
+            .await
+            .expect("follows again");
+    }
+    let record = crawler.wait(&plan.id).await;
+    let c = record.counters;
+    assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
+    assert_eq!(c.queued, 30, "{c:?}");
+    assert_eq!(
+        c.fetched + c.failed + c.skipped_duplicate,
+        c.queued,
+        "{c:?}"
+    );
+    let urls = crate::crawl_page_urls(&context.store, &record.id).await;
+    let requests = server.requests();
+    for url in &urls {
+        let path = url.trim_start_matches(&server.url(""));
+        let times = requests
+            .iter()
+            .filter(|request| request.path_and_query == path)
+            .count();
+        assert_eq!(times, 1, "{path} requested once: {urls:?}");
+    }
+    crawler.stop().await;
 }
 
 async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: Backend) {

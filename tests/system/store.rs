@@ -1,7 +1,7 @@
 //! The store on its own, on both engines (SQLite and PostgreSQL, see `engines`):
 //! all-or-nothing batches, first end wins, group commit, status counts, crawls, archiving.
 
-use trawl::store::{NewJob, Outcome, Status};
+use trawl::store::{CrawlCounters, Fate, Found, NewJob, Outcome, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
 
 use crate::engines::{TestDb, on_both_engines};
@@ -256,53 +256,95 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
         .create_crawl(&crawl_id, &serde_json::to_value(&spec).expect("json"))
         .await
         .expect("creates");
-    let keys = |names: &[&str]| -> Vec<String> {
-        names
+    let key = |name: &str| format!("https://example.com/{name}");
+    let crawl_job = |name: &str| NewJob {
+        crawl_id: Some(crawl_id.clone()),
+        ..new_job(&format!("{crawl_id}-{name}"), "crawl")
+    };
+    let follow = async |found: &[(&str, Fate<'_>)], counted: CrawlCounters| {
+        let keys: Vec<String> = found.iter().map(|(name, _)| key(name)).collect();
+        let found: Vec<Found<'_>> = keys
             .iter()
-            .map(|name| format!("https://example.com/{name}"))
-            .collect()
+            .zip(found)
+            .map(|(key, (_, fate))| Found { key, fate: *fate })
+            .collect();
+        store
+            .follow_crawl(&crawl_id, 3, &found, &counted)
+            .await
+            .expect("follows")
     };
+    let (b, d, e, f) = (
+        crawl_job("b"),
+        crawl_job("d"),
+        crawl_job("e"),
+        crawl_job("f"),
+    );
+    let first = follow(
+        &[
+            ("b", Fate::Queue(&b)),
+            ("a", Fate::Scope),
+            ("b", Fate::Queue(&b)),
+            ("c", Fate::Robots),
+        ],
+        CrawlCounters {
+            skipped_depth: 1,
+            ..CrawlCounters::default()
+        },
+    )
+    .await;
+    let mut new: Vec<&String> = first.new.iter().collect();
+    new.sort();
     assert_eq!(
-        store
-            .add_crawl_urls(&crawl_id, &keys(&["b", "a", "b", "c"]))
-            .await
-            .expect("adds"),
-        keys(&["b", "a", "c"]),
-        "new keys, once each, in the order given"
+        new,
+        [&key("a"), &key("b"), &key("c")],
+        "new keys, once each"
+    );
+    assert_eq!(first.created, [b.id.clone()], "one job for b, found twice");
+    assert_eq!(
+        first.counters,
+        CrawlCounters {
+            discovered: 3,
+            queued: 1,
+            skipped_scope: 1,
+            skipped_robots: 1,
+            skipped_depth: 1,
+            ..CrawlCounters::default()
+        }
+    );
+    // c is not new any more (no job, whatever its fate now); g is the page's own key; of d, e
+    // and f, the budget of 3 pages leaves room for two.
+    let second = follow(
+        &[
+            ("g", Fate::Own),
+            ("c", Fate::Queue(&b)),
+            ("d", Fate::Queue(&d)),
+            ("e", Fate::Queue(&e)),
+            ("f", Fate::Queue(&f)),
+        ],
+        CrawlCounters::default(),
+    )
+    .await;
+    assert_eq!(second.new.len(), 4);
+    assert!(second.new.contains(&key("g")) && !second.new.contains(&key("c")));
+    assert_eq!(second.created, [d.id.clone(), e.id.clone()]);
+    assert_eq!(
+        second.counters.discovered, 3,
+        "the page's own key is not counted"
+    );
+    assert_eq!(second.counters.skipped_limit, 1);
+    let mut queued = store
+        .queued_jobs(&[b.id.clone(), d.id.clone(), e.id.clone(), f.id.clone()])
+        .await
+        .expect("reads");
+    queued.sort();
+    assert_eq!(
+        queued,
+        [b.id.clone(), d.id.clone(), e.id.clone()],
+        "f was not created"
     );
     assert_eq!(
-        store
-            .add_crawl_urls(&crawl_id, &keys(&["c", "d"]))
-            .await
-            .expect("adds"),
-        keys(&["d"])
-    );
-    let delta = trawl::store::CrawlCounters {
-        discovered: 4,
-        skipped_robots: 1,
-        ..Default::default()
-    };
-    store.count_crawl(&crawl_id, &delta).await.expect("counts");
-    assert_eq!(
-        store
-            .reserve_crawl_pages(&crawl_id, 3, 2)
-            .await
-            .expect("reserves"),
-        2
-    );
-    assert_eq!(
-        store
-            .reserve_crawl_pages(&crawl_id, 3, 2)
-            .await
-            .expect("reserves"),
-        1
-    );
-    assert_eq!(
-        store
-            .reserve_crawl_pages(&crawl_id, 3, 2)
-            .await
-            .expect("reserves"),
-        0
+        store.job(&f.id).await.expect("reads").map(|job| job.id),
+        None
     );
     let record = store
         .crawl(&crawl_id)
@@ -311,9 +353,24 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
         .expect("exists");
     assert_eq!(record.spec, spec);
     assert_eq!(record.status, trawl::store::CrawlStatus::Running);
-    assert_eq!(record.counters.discovered, 4);
-    assert_eq!(record.counters.skipped_robots, 1);
-    assert_eq!(record.counters.queued, 3);
+    assert_eq!(
+        record.counters,
+        CrawlCounters {
+            discovered: 6,
+            queued: 3,
+            skipped_scope: 1,
+            skipped_robots: 1,
+            skipped_depth: 1,
+            skipped_limit: 1,
+            ..CrawlCounters::default()
+        }
+    );
+    store.begin_attempt(&b.id).await.expect("starts");
+    assert_eq!(
+        store.queued_jobs(&[b.id.clone()]).await.expect("reads"),
+        Vec::<String>::new(),
+        "a running job is not queued"
+    );
 
     let job_id = ulid::Ulid::generate().to_string();
     let job = NewJob {
@@ -341,12 +398,11 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
         .expect("exists");
     assert_eq!(record.status, trawl::store::CrawlStatus::Cancelled);
     assert!(record.finished_at.is_some());
-    assert_eq!(
-        store
-            .reserve_crawl_pages(&crawl_id, 10, 2)
-            .await
-            .expect("reserves"),
-        0
+    let h = crawl_job("h");
+    let after = follow(&[("h", Fate::Queue(&h))], CrawlCounters::default()).await;
+    assert!(
+        after.created.is_empty() && after.counters.skipped_limit == 1,
+        "a cancelled crawl queues nothing more"
     );
     assert!(store.crawl("nope").await.expect("reads").is_none());
 }
