@@ -782,7 +782,7 @@ impl Followed {
         new: std::collections::HashSet<String>,
         counted: &CrawlCounters,
     ) -> (Followed, Vec<&'a NewJob>) {
-        let mut counters = counted.clone();
+        let mut counters = *counted;
         let mut wanted = Vec::new();
         let mut tallied = std::collections::HashSet::new();
         for found in found {

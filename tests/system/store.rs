@@ -299,7 +299,11 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
         [&key("a"), &key("b"), &key("c")],
         "new keys, once each"
     );
-    assert_eq!(first.created, [b.id.clone()], "one job for b, found twice");
+    assert_eq!(
+        first.created,
+        std::slice::from_ref(&b.id),
+        "one job for b, found twice"
+    );
     assert_eq!(
         first.counters,
         CrawlCounters {
@@ -367,7 +371,10 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
     );
     store.begin_attempt(&b.id).await.expect("starts");
     assert_eq!(
-        store.queued_jobs(&[b.id.clone()]).await.expect("reads"),
+        store
+            .queued_jobs(std::slice::from_ref(&b.id))
+            .await
+            .expect("reads"),
         Vec::<String>::new(),
         "a running job is not queued"
     );
