@@ -18,6 +18,10 @@ server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data"; }
 trap cleanup EXIT
 
+# One worker: with two, schemathesis' threads parse Python sources (hypothesis describing its
+# filters) at the same time, and CPython before 3.11.8 tracks the AST parser's recursion depth
+# in global state, so that race fails a run now and then with "SystemError: AST constructor
+# recursion depth mismatch" (CPython gh-106905), whatever the API answers.
 for _ in $(seq 100); do
   if python3 -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" 2>/dev/null; then
     break
@@ -29,6 +33,6 @@ done
   --checks all \
   --exclude-checks positive_data_acceptance \
   --max-examples "${SCHEMATHESIS_EXAMPLES:-40}" \
-  --workers 2 \
+  --workers 1 \
   --seed 7 \
   --suppress-health-check all
