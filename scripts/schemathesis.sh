@@ -19,9 +19,9 @@ cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || tr
 trap cleanup EXIT
 
 # One worker: with two, schemathesis' threads parse Python sources (hypothesis describing its
-# filters) at the same time, and CPython before 3.11.8 tracks the AST parser's recursion depth
-# in global state, so that race fails a run now and then with "SystemError: AST constructor
-# recursion depth mismatch" (CPython gh-106905), whatever the API answers.
+# filters) at the same time, and this machine's CPython (3.11.7) tracks the AST parser's
+# recursion depth in global state: that race failed a run now and then with "SystemError: AST
+# constructor recursion depth mismatch" (CPython gh-106905), whatever the API answered.
 for _ in $(seq 100); do
   if python3 -c "import urllib.request, sys; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" 2>/dev/null; then
     break
