@@ -84,7 +84,12 @@ impl PgStore {
             .execute(&mut *tx)
             .await?;
         }
-        insert_jobs(&mut tx, jobs.iter(), &now).await?;
+        for chunk in jobs.chunks(rows::JOBS_PER_INSERT) {
+            rows::insert_jobs::<Postgres>(chunk, &now)
+                .build()
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -412,9 +417,18 @@ impl PgStore {
             queued.map_or(0, |queued| max_pages.saturating_sub(queued.max(0) as u64))
         };
         let jobs = followed.grant(wanted, granted);
-        insert_jobs(&mut tx, jobs.into_iter(), &now_rfc3339()).await?;
+        let now = now_rfc3339();
+        for chunk in jobs.chunks(rows::JOBS_PER_INSERT) {
+            rows::insert_jobs::<Postgres>(chunk.iter().copied(), &now)
+                .build()
+                .execute(&mut *tx)
+                .await?;
+        }
         if followed.counters != CrawlCounters::default() {
-            add_crawl_counters(&mut tx, crawl_id, &followed.counters).await?;
+            rows::add_crawl_counters::<Postgres>(crawl_id, &followed.counters)
+                .build()
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(followed)
@@ -739,62 +753,5 @@ async fn number_ended(tx: &mut Transaction, ids: &[&str]) -> Result<(), Error> {
         .bind(ids)
         .execute(&mut **tx)
         .await?;
-    Ok(())
-}
-
-/// Records jobs as queued, 1,000 per statement.
-async fn insert_jobs<'a>(
-    connection: &mut sqlx::PgConnection,
-    jobs: impl Iterator<Item = &'a NewJob>,
-    now: &str,
-) -> Result<(), Error> {
-    let jobs: Vec<&NewJob> = jobs.collect();
-    for chunk in jobs.chunks(1_000) {
-        let mut insert = sqlx::QueryBuilder::<Postgres>::new(
-            "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts,
-                 created_at, webhook, crawl_id) ",
-        );
-        insert.push_values(chunk, |mut row, job| {
-            row.push_bind(job.id.as_str())
-                .push_bind(job.kind)
-                .push_bind(job.batch_id.as_deref())
-                .push_bind(job.url.as_str())
-                .push_bind(job.params.to_string())
-                .push_bind("queued")
-                .push_bind(i64::from(job.max_attempts))
-                .push_bind(now)
-                .push_bind(job.webhook.as_deref())
-                .push_bind(job.crawl_id.as_deref());
-        });
-        insert.build().execute(&mut *connection).await?;
-    }
-    Ok(())
-}
-
-/// Adds `delta` to a crawl's counters.
-async fn add_crawl_counters(
-    connection: &mut sqlx::PgConnection,
-    crawl_id: &str,
-    delta: &CrawlCounters,
-) -> Result<(), Error> {
-    sqlx::query(
-        "UPDATE crawls SET discovered = discovered + $1, queued = queued + $2,
-             fetched = fetched + $3, failed = failed + $4, skipped_scope = skipped_scope + $5,
-             skipped_robots = skipped_robots + $6, skipped_depth = skipped_depth + $7,
-             skipped_limit = skipped_limit + $8, skipped_duplicate = skipped_duplicate + $9
-         WHERE id = $10",
-    )
-    .bind(delta.discovered as i64)
-    .bind(delta.queued as i64)
-    .bind(delta.fetched as i64)
-    .bind(delta.failed as i64)
-    .bind(delta.skipped_scope as i64)
-    .bind(delta.skipped_robots as i64)
-    .bind(delta.skipped_depth as i64)
-    .bind(delta.skipped_limit as i64)
-    .bind(delta.skipped_duplicate as i64)
-    .bind(crawl_id)
-    .execute(&mut *connection)
-    .await?;
     Ok(())
 }

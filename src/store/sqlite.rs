@@ -88,8 +88,11 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for job in jobs {
-            insert_job(&mut tx, job, &now).await?;
+        for chunk in jobs.chunks(rows::JOBS_PER_INSERT) {
+            rows::insert_jobs::<sqlx::Sqlite>(chunk, &now)
+                .build()
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -416,12 +419,19 @@ impl SqliteStore {
                     .await?;
             queued.map_or(0, |queued| max_pages.saturating_sub(queued.max(0) as u64))
         };
+        let jobs = followed.grant(wanted, granted);
         let now = now_rfc3339();
-        for job in followed.grant(wanted, granted) {
-            insert_job(&mut tx, job, &now).await?;
+        for chunk in jobs.chunks(rows::JOBS_PER_INSERT) {
+            rows::insert_jobs::<sqlx::Sqlite>(chunk.iter().copied(), &now)
+                .build()
+                .execute(&mut *tx)
+                .await?;
         }
         if followed.counters != CrawlCounters::default() {
-            add_crawl_counters(&mut tx, crawl_id, &followed.counters).await?;
+            rows::add_crawl_counters::<sqlx::Sqlite>(crawl_id, &followed.counters)
+                .build()
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(followed)
@@ -719,58 +729,5 @@ async fn count_crawl_ends(
     }
     update.push(") GROUP BY crawl_id) AS c WHERE crawls.id = c.crawl_id");
     update.build().execute(&mut **tx).await?;
-    Ok(())
-}
-
-/// Records a job as queued.
-async fn insert_job(
-    connection: &mut sqlx::SqliteConnection,
-    job: &NewJob,
-    now: &str,
-) -> Result<(), Error> {
-    sqlx::query(
-        "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
-             webhook, crawl_id)
-         VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
-    )
-    .bind(&job.id)
-    .bind(job.kind)
-    .bind(&job.batch_id)
-    .bind(&job.url)
-    .bind(job.params.to_string())
-    .bind(i64::from(job.max_attempts))
-    .bind(now)
-    .bind(&job.webhook)
-    .bind(&job.crawl_id)
-    .execute(&mut *connection)
-    .await?;
-    Ok(())
-}
-
-/// Adds `delta` to a crawl's counters.
-async fn add_crawl_counters(
-    connection: &mut sqlx::SqliteConnection,
-    crawl_id: &str,
-    delta: &CrawlCounters,
-) -> Result<(), Error> {
-    sqlx::query(
-        "UPDATE crawls SET discovered = discovered + ?, queued = queued + ?,
-             fetched = fetched + ?, failed = failed + ?, skipped_scope = skipped_scope + ?,
-             skipped_robots = skipped_robots + ?, skipped_depth = skipped_depth + ?,
-             skipped_limit = skipped_limit + ?, skipped_duplicate = skipped_duplicate + ?
-         WHERE id = ?",
-    )
-    .bind(delta.discovered as i64)
-    .bind(delta.queued as i64)
-    .bind(delta.fetched as i64)
-    .bind(delta.failed as i64)
-    .bind(delta.skipped_scope as i64)
-    .bind(delta.skipped_robots as i64)
-    .bind(delta.skipped_depth as i64)
-    .bind(delta.skipped_limit as i64)
-    .bind(delta.skipped_duplicate as i64)
-    .bind(crawl_id)
-    .execute(&mut *connection)
-    .await?;
     Ok(())
 }
