@@ -587,15 +587,13 @@ pub async fn seed(context: &Context, queue: &Queue, plan: &Plan) -> Result<(), S
         );
     }
     // In parts, so a sitemap of 100,000 pages is not held as 100,000 jobs at once.
-    let mut followed = Ok(());
-    for part in first.chunks(SEED_PART) {
-        followed = follow(context, queue, plan, part.to_vec())
-            .await
-            .map(|_| ());
-        if followed.is_err() {
-            break;
+    let followed = async {
+        for part in first.chunks(SEED_PART) {
+            follow(context, queue, plan, part.to_vec()).await?;
         }
+        Ok(())
     }
+    .await;
     // Whatever happened, a crawl with no job left is complete (so a failed seeding does not
     // leave it running for ever).
     context.store.complete_crawl_if_done(&plan.id).await?;
