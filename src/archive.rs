@@ -22,6 +22,7 @@ use trawl_workers::archive::chunk::{ChunkOptions, chunk_markdown, strip_link_des
 use trawl_workers::archive::index::{self, Added, ArchiveIndex, ArchiveWriter, PageDoc};
 use trawl_workers::archive::warc::{self, Exchange, Revisit, RollingWriter};
 
+use crate::shutdown::Shutdown;
 use crate::store::{self, ArchivePage, Store, WarcRef};
 
 /// How the archive pool works. Every field is a `trawl.toml` key under `[archive]`.
@@ -372,16 +373,11 @@ impl Archiver {
         Ok(())
     }
 
-    /// Runs the pool until `stop` says so: with [`Stop::Drain`], until `shutdown` completes
-    /// and nothing is pending; with [`Stop::Now`], until `shutdown` completes. Always ends
-    /// with a commit, and closes the current WARC file.
-    pub async fn run(
-        mut self,
-        stop: Stop,
-        shutdown: impl std::future::Future<Output = ()> + Send,
-    ) -> Result<Stats, Error> {
-        tokio::pin!(shutdown);
-        let mut stopping = false;
+    /// Runs the pool until `stop` says so: with [`Stop::Drain`], until `shutdown` is
+    /// triggered and nothing is pending; with [`Stop::Now`], until `shutdown` is triggered.
+    /// Always ends with a commit, and closes the current WARC file.
+    pub async fn run(mut self, stop: Stop, shutdown: Shutdown) -> Result<Stats, Error> {
+        let mut stopping = shutdown.is_triggered();
         loop {
             if stopping && stop == Stop::Now {
                 break;
@@ -396,7 +392,7 @@ impl Archiver {
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-                _ = &mut shutdown => stopping = true,
+                _ = shutdown.wait() => stopping = true,
             }
         }
         self.finish().await

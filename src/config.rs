@@ -12,6 +12,7 @@ use figment::providers::{Env, Format as _, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use trawl_workers::{fetch, web};
 
+pub use crate::secret::Secret;
 use crate::{api, archive, runner, webhooks};
 
 /// The file read when `--config` is not given (ignored when absent).
@@ -58,6 +59,10 @@ pub struct Config {
     pub browse: trawl_workers::browse::Config,
     /// Agent sessions over the API.
     pub sessions: crate::sessions::Config,
+    /// Seconds a stopping process (`serve`, `work`, `run`, `crawl`) waits for each part —
+    /// running jobs, the archive pool's commit, open connections — before leaving what is
+    /// left to the queue's recovery.
+    pub shutdown_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -78,37 +83,8 @@ impl Default for Config {
             politeness: trawl_workers::crawl::politeness::Config::default(),
             browse: trawl_workers::browse::Config::default(),
             sessions: crate::sessions::Config::default(),
+            shutdown_timeout_secs: 30,
         }
-    }
-}
-
-/// A secret value (a token, a signing key): deserialised from a plain string, never shown by
-/// `Debug` or serialised back (so `trawl config` and logs print `[redacted]`).
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a value.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// Returns the value, for the one place that needs it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str("[redacted]")
     }
 }
 
@@ -183,6 +159,11 @@ impl Config {
     /// The store's SQLite file.
     pub fn store_path(&self) -> PathBuf {
         self.data_dir.join("trawl.sqlite")
+    }
+
+    /// How long a stopping process waits for each part.
+    pub fn shutdown_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.shutdown_timeout_secs)
     }
 
     /// The queue's SQLite file.

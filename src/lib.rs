@@ -2,41 +2,51 @@
 //! is the application on top of the pools (`trawl-workers`): it owns the queue, the store,
 //! the runner, the configuration and the command line.
 //!
-//! The map:
-//! - `crawl`: crawls: seeds and followed links → fetch jobs, counters, completion, per-host
-//!   politeness (in process, or shared through Redis).
-//! - `config`: trawl.toml < `TRAWL_*` env < flags, checked into typed values.
+//! The map, from the bottom up (no module imports one above it; no import cycle):
+//! - `secret`, `shutdown`, `metrics`, `telemetry`: secrets that never print, the named stop
+//!   request every running part watches, Prometheus counters, logging.
 //! - `store`: jobs, pages, blobs, crawls, sessions (SQLite or PostgreSQL via sqlx; zstd,
 //!   content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite, or apalis-redis).
+//! - `cache`: fresh pages, in an in-process LRU over the store. `pages`: reading stored pages
+//!   by line range; grep. `webhooks`: signed event delivery through the SSRF guard.
+//! - `crawl_policy`: what the crawls of a process share: plans, robots.txt, per-host
+//!   politeness (in process, or shared through Redis).
+//! - `deps`: [`deps::Deps`], the immutable bundle of shared parts, and the runner's settings.
+//! - `crawl`: seeds and followed links → fetch jobs, counters, completion.
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
 //! - `archive`: the archive pool: pending pages → chunks → tantivy index, responses → WARC.
-//! - `cache`: fresh pages, in an in-process LRU over the store.
-//! - `pages`: reading stored pages by line range; grep.
 //! - `sessions`: agent sessions: a browser context per session, previews, the replay log.
+//!   `session_hosts`: sessions on other workers (registry and routing).
 //! - `api`: the HTTP API (axum), its errors, auth and OpenAPI document.
-//! - `webhooks`: signed event delivery through the SSRF guard.
-//! - `metrics`: Prometheus counters and histograms.
-//! - `cli`: one file per subcommand.
-//! - `telemetry`: logging setup.
+//! - `config`: trawl.toml < `TRAWL_*` env < flags, composed of every module's settings.
+//! - `app`: [`app::App`], the one place that opens the parts from the configuration, starts
+//!   pools and servers on them and shuts everything down in order.
+//! - `cli`: one file per subcommand, each building an `App`.
 //!
 //! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
-//! only, redis by `queue` and `crawl` (the shared politeness gate) only, axum by `api` (and
-//! `cli/serve.rs`, which starts it) only. The runner alone persists job outcomes, keyed by job id, so a job delivered twice
-//! records one result. Jobs carry ids, URLs and options, never page bodies.
+//! only, redis by `queue` and `crawl_policy` (the shared politeness gate) only, axum by `api`
+//! (and `app`, which serves it) only. The runner alone persists job outcomes, keyed by job id,
+//! so a job delivered twice records one result. Jobs carry ids, URLs and options, never page
+//! bodies.
 
 pub mod api;
+pub mod app;
 pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod crawl;
+pub mod crawl_policy;
+pub mod deps;
 pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod runner;
+pub mod secret;
 pub mod session_hosts;
 pub mod sessions;
+pub mod shutdown;
 pub mod store;
 pub mod telemetry;
 pub mod webhooks;

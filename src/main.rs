@@ -7,7 +7,7 @@ use trawl::cli::{self, Cli};
 
 fn main() -> ExitCode {
     // Two rustls providers get compiled in (sqlx's ring, reqwest's aws-lc-rs); without a
-    // process default, any direct rustls client config panics. See the stack notes.
+    // process default, rustls cannot choose one and any direct client config panics.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     trawl::telemetry::init();
     let cli = Cli::parse();

@@ -11,241 +11,81 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apalis::prelude::*;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::broadcast;
 use tracing::Instrument as _;
+use trawl_workers::backoff::Backoff;
 use trawl_workers::fetch;
 use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Job, JobError};
 use trawl_workers::web::normalize::normalize_url;
 
-use crate::cache::{CachedPage, PageCache};
-use crate::metrics::Metrics;
-use crate::queue::{Envelope, Lane, Queue, Storage};
-use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status, Store};
-use crate::webhooks::{Event, EventType, Webhooks};
+use crate::cache::CachedPage;
+use crate::deps::Deps;
+pub use crate::deps::RunnerConfig as Config;
+use crate::queue::{Envelope, Lane, Storage};
+use crate::shutdown::Shutdown;
+use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status};
+use crate::webhooks::{Event, EventType};
 
-/// How the pools run. Every field is a `trawl.toml` key under `[runner]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
-    /// Fetch jobs run at once in this process.
-    pub concurrency: usize,
-    /// Attempts per job before it is `dead` (transient errors and lost workers count).
-    pub max_attempts: u32,
-    /// First retry delay in milliseconds; doubles per attempt.
-    pub retry_base_ms: u64,
-    /// Longest retry delay in milliseconds (also caps a server's Retry-After).
-    pub retry_max_ms: u64,
-    /// How often an idle pool looks for new jobs, in milliseconds.
-    pub poll_interval_ms: u64,
-    /// Seconds between worker heartbeats.
-    pub heartbeat_secs: u64,
-    /// Missed heartbeats before a silent worker's jobs are handed to another.
-    pub missed_heartbeats: usize,
-    /// Longest one attempt's work may take (fetching, rendering, extracting, a browse job's
-    /// script), in seconds; beyond, the attempt fails with `timeout` (retried). A crawl's
-    /// wait for its host's turn does not count.
-    pub job_timeout_secs: u64,
+/// Why a pool stopped other than by its shutdown.
+#[derive(Debug, thiserror::Error)]
+#[error("{lane} pool stopped: {source}")]
+pub struct PoolError {
+    /// The lane whose worker failed.
+    pub lane: &'static str,
+    /// What apalis reported.
+    #[source]
+    pub source: WorkerError,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            concurrency: 32,
-            max_attempts: 3,
-            retry_base_ms: 500,
-            retry_max_ms: 30_000,
-            poll_interval_ms: 100,
-            heartbeat_secs: 5,
-            missed_heartbeats: 3,
-            job_timeout_secs: 600,
-        }
-    }
-}
-
-impl Config {
-    /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.concurrency == 0 || self.concurrency > 4_096 {
-            return Err(format!(
-                "runner.concurrency = {} is outside 1..=4096",
-                self.concurrency
-            ));
-        }
-        if self.max_attempts == 0 || self.max_attempts > 100 {
-            return Err(format!(
-                "runner.max_attempts = {} is outside 1..=100",
-                self.max_attempts
-            ));
-        }
-        if self.job_timeout_secs == 0 || self.job_timeout_secs > 86_400 {
-            return Err(format!(
-                "runner.job_timeout_secs = {} is outside 1..=86400",
-                self.job_timeout_secs
-            ));
-        }
-        if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
-            return Err(
-                "runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1"
-                    .to_owned(),
-            );
-        }
-        Ok(())
-    }
-
-    /// The queue settings that go with these pool settings.
-    pub fn queue_settings(&self) -> crate::queue::Settings {
-        crate::queue::Settings {
-            // A worker buffers what it fetched and cannot start yet, and sends no heartbeat
-            // meanwhile (stack notes, pitfall 10): keep the batch within the concurrency.
-            batch_size: self.concurrency.min(16),
-            heartbeat: Duration::from_secs(self.heartbeat_secs),
-            missed_heartbeats: self.missed_heartbeats,
-        }
-    }
-
-    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        let max = Duration::from_millis(self.retry_max_ms);
-        if let Some(retry_after) = retry_after {
-            return retry_after.min(max);
-        }
-        let exponent = attempt.saturating_sub(1).min(20);
-        let delay = Duration::from_millis(self.retry_base_ms.saturating_mul(1 << exponent));
-        // Up to 25 % jitter, so retries of one failing host spread out.
-        let jitter =
-            delay.mul_f64(0.25 * (ulid::Ulid::generate().random() % 1_000) as f64 / 1_000.0);
-        (delay + jitter).min(max)
-    }
-}
-
-/// What the pools need, shared by every job.
-#[derive(Debug, Clone)]
-pub struct Context {
-    /// Where results go.
-    pub store: Store,
-    /// The fetch pool's dependencies.
-    pub fetch: fetch::Deps,
-    /// Retry and pool settings.
-    pub config: Config,
-    /// Fresh pages, in memory and in the store.
-    pub cache: PageCache,
-    /// Counters and histograms.
-    pub metrics: Metrics,
-    /// The id of every job that ends in this process (the API waits on these).
-    pub ended: broadcast::Sender<String>,
-    /// Where job and batch events are POSTed, when configured.
-    pub webhooks: Option<Webhooks>,
-    /// Where follow-up jobs go (crawls); without it, crawl pages queue no links.
-    pub queue: Option<Queue>,
-    /// What the crawls of this process share: politeness gate, robots.txt, plans.
-    pub crawls: Arc<crate::crawl::Crawls>,
-    /// The browser pool (render and browse jobs); without it such jobs fail with
-    /// `browser_failed`.
-    pub browser: Option<trawl_workers::browse::Pool>,
-}
-
-impl Context {
-    /// A context with a fresh page cache and metrics, no webhooks, no queue for follow-ups and
-    /// the default politeness.
-    pub fn new(store: Store, fetch: fetch::Deps, config: Config) -> Context {
-        let (ended, _) = broadcast::channel(1_024);
-        Context {
-            cache: PageCache::new(store.clone()),
-            store,
-            fetch,
-            config,
-            metrics: Metrics::new(),
-            ended,
-            webhooks: None,
-            queue: None,
-            crawls: Arc::new(crate::crawl::Crawls::new(
-                &trawl_workers::crawl::politeness::Config::default(),
-            )),
-            browser: None,
-        }
-    }
-}
-
-/// Runs the fetch pool on `queue` (either engine) until `shutdown` completes, and, when the
-/// context has a browser, the browse pool on the queue's browse lane beside it (as many jobs at
-/// once as the browser has contexts). Jobs not yet started stay in the queue; a job interrupted
-/// mid-way is delivered again later (at least once) and its writes are idempotent. A worker
-/// that stops on a backend error (Redis restarted or unreachable, a database error) is started
-/// again under a new name after a pause, so a pool outlives outages; its unacknowledged jobs
-/// are recovered by the queue.
-pub async fn run_pool(
-    context: Arc<Context>,
-    queue: &Queue,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let signal = tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let stopped = |stop: &tokio::sync::watch::Receiver<bool>| {
-        let mut stop = stop.clone();
-        async move {
-            let _ = stop.wait_for(|stopped| *stopped).await;
-        }
-    };
+/// Runs the fetch pool on the queue of `deps` (either engine) until `shutdown` is triggered,
+/// and, when `deps` has a browser, the browse pool on the queue's browse lane beside it (as
+/// many jobs at once as the browser has contexts). Jobs not yet started stay in the queue; a
+/// job interrupted mid-way is delivered again later (at least once) and its writes are
+/// idempotent. A worker that stops on a backend error (Redis restarted or unreachable, a
+/// database error) is started again under a new name after a pause, so a pool outlives
+/// outages; its unacknowledged jobs are recovered by the queue.
+pub async fn run_pool(deps: Arc<Deps>, shutdown: Shutdown) -> Result<(), PoolError> {
     let fetch = run_lane(
-        context.clone(),
-        queue,
+        deps.clone(),
         Lane::Fetch,
-        context.config.concurrency,
-        stopped(&stop_rx),
+        deps.config.concurrency,
+        shutdown.clone(),
     );
-    let outcome = match context
+    match deps
         .browser
         .as_ref()
         .map(|browser| browser.config().max_contexts)
     {
         Some(contexts) => {
-            let browse = run_lane(
-                context.clone(),
-                queue,
-                Lane::Browse,
-                contexts,
-                stopped(&stop_rx),
-            );
+            let browse = run_lane(deps.clone(), Lane::Browse, contexts, shutdown);
             let (fetch, browse) = tokio::join!(fetch, browse);
             fetch.and(browse)
         }
         None => fetch.await,
-    };
-    signal.abort();
-    outcome
+    }
 }
 
-/// Runs one lane's workers until `shutdown` completes.
+/// Runs one lane's workers until `shutdown` is triggered.
 async fn run_lane(
-    context: Arc<Context>,
-    queue: &Queue,
+    deps: Arc<Deps>,
     lane: Lane,
     concurrency: usize,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
-    let poll = Duration::from_millis(context.config.poll_interval_ms);
+    shutdown: Shutdown,
+) -> Result<(), PoolError> {
+    let poll = Duration::from_millis(deps.config.poll_interval_ms);
+    let queue = deps.queue.clone();
     // The same worker on either engine: their storage types differ, hence a macro.
     macro_rules! supervise_on {
         ($storage:expr) => {{
             let storage = $storage;
-            supervise(
-                context,
-                queue,
-                lane,
-                shutdown,
-                move |name, context, stop| {
-                    WorkerBuilder::new(name)
-                        .backend(storage.clone().poll_with_interval(poll))
-                        .concurrency(concurrency)
-                        .data(context)
-                        .build(handle)
-                        .run_until(stop)
-                },
-            )
+            supervise(deps, lane, shutdown, move |name, deps, stop| {
+                WorkerBuilder::new(name)
+                    .backend(storage.clone().poll_with_interval(poll))
+                    .concurrency(concurrency)
+                    .data(deps)
+                    .build(handle)
+                    .run_until(stop)
+            })
             .await
         }};
     }
@@ -255,29 +95,26 @@ async fn run_lane(
     }
 }
 
-/// The part of `run_pool` common to both engines: a side task that prunes ended tasks and
-/// promotes due ones (stack notes, pitfalls 1 and 9), and the worker, started by `start`
-/// under a unique name (a name reused within the orphan timeout is refused by both engines)
-/// and started again when it stops on an error before `shutdown`. Generic over the starter
-/// because apalis' `Worker::run_until` bounds are too long to spell over a backend type.
+/// The part of `run_pool` common to both engines: a side task that promotes due tasks and
+/// prunes ended ones (neither apalis backend does either on its own: a retry scheduled for
+/// later is not fetched until promoted, and ended task data would grow without bound), and
+/// the worker, started by `start` under a unique name (a name reused within the orphan
+/// timeout is refused by both engines) and started again when it stops on an error before
+/// `shutdown`. Generic over the starter because apalis' `Worker::run_until` bounds are too
+/// long to spell over a backend type.
 async fn supervise<Start, Run>(
-    context: Arc<Context>,
-    queue: &Queue,
+    deps: Arc<Deps>,
     lane: Lane,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    shutdown: Shutdown,
     start: Start,
-) -> Result<(), String>
+) -> Result<(), PoolError>
 where
-    Start: Fn(String, Arc<Context>, StopSignal) -> Run,
+    Start: Fn(String, Arc<Deps>, StopSignal) -> Run,
     Run: Future<Output = Result<(), WorkerError>>,
 {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let signal = tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
+    let queue = deps.queue.clone();
     let upkeep_queue = queue.clone();
-    let upkeep_store = context.store.clone();
+    let upkeep_store = deps.store.clone();
     // One lane keeps the queue tidy for both, and ends the crawls whose pages have all ended
     // (a page's end does not check its crawl: one write fewer per page).
     let upkeep = tokio::spawn(async move {
@@ -303,21 +140,25 @@ where
     if let Err(error) = queue.promote_due().await {
         tracing::warn!(error = %error, "promoting due queue tasks failed");
     }
-    let mut pause = Duration::from_millis(250);
+    let restart = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+    let mut restarts = 0;
     let outcome = loop {
         let name = format!(
             "trawl-{}-{}",
             std::process::id(),
             ulid::Ulid::generate().to_string().to_ascii_lowercase()
         );
-        let mut stop = stop_rx.clone();
+        let stop = shutdown.waiter();
         let stop_signal: StopSignal = Box::pin(async move {
-            let _ = stop.wait_for(|stopped| *stopped).await;
+            stop.await;
             Ok(())
         });
-        let result = start(name.clone(), context.clone(), stop_signal).await;
-        if *stop_rx.borrow() {
-            break result.map_err(|error| format!("{} pool stopped: {error}", lane.as_str()));
+        let result = start(name.clone(), deps.clone(), stop_signal).await;
+        if shutdown.is_triggered() {
+            break result.map_err(|source| PoolError {
+                lane: lane.as_str(),
+                source,
+            });
         }
         match result {
             Ok(()) => {
@@ -330,15 +171,13 @@ where
                 "worker stopped on an error; starting another"
             ),
         }
-        let mut stop = stop_rx.clone();
         tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
-            _ = stop.wait_for(|stopped| *stopped) => break Ok(()),
+            _ = tokio::time::sleep(restart.delay(restarts)) => {}
+            _ = shutdown.wait() => break Ok(()),
         }
-        pause = (pause * 2).min(Duration::from_secs(5));
+        restarts += 1;
     };
     upkeep.abort();
-    signal.abort();
     outcome
 }
 
@@ -349,10 +188,10 @@ type StopSignal = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Erro
 /// (an apalis worker otherwise polls its jobs inside its own future) and a panic ends that
 /// task, not the pool. A store failure or a panic is returned, so the queue delivers the job
 /// again; every job outcome is recorded by `process` itself.
-async fn handle(envelope: Envelope, context: Data<Arc<Context>>) -> Result<(), BoxDynError> {
-    let context: Arc<Context> = (*context).clone();
+async fn handle(envelope: Envelope, deps: Data<Arc<Deps>>) -> Result<(), BoxDynError> {
+    let deps: Arc<Deps> = (*deps).clone();
     let id = envelope.id.clone();
-    let outcome = tokio::spawn(async move { process(&context, &envelope).await }).await;
+    let outcome = tokio::spawn(async move { process(&deps, &envelope).await }).await;
     match outcome {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => {
@@ -367,23 +206,23 @@ async fn handle(envelope: Envelope, context: Data<Arc<Context>>) -> Result<(), B
 }
 
 /// Runs one delivered job to its end (or to the next retry) and records the outcome.
-pub async fn process(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
+pub async fn process(deps: &Deps, envelope: &Envelope) -> Result<(), store::Error> {
     // Logs carry the URL's origin only: paths and queries may hold tokens.
     let origin = url::Url::parse(envelope.job.url())
         .map(|url| trawl_workers::web::client::origin_of(&url))
         .unwrap_or_else(|_| "invalid-url".to_owned());
     let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), origin = %origin);
-    process_in_span(context, envelope).instrument(span).await
+    process_in_span(deps, envelope).instrument(span).await
 }
 
-async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), store::Error> {
+async fn process_in_span(deps: &Deps, envelope: &Envelope) -> Result<(), store::Error> {
     let started = Instant::now();
-    let attempt = context.store.begin_attempt(&envelope.id).await?;
+    let attempt = deps.store.begin_attempt(&envelope.id).await?;
     if let Attempt::Run { number: 1, .. } = attempt {
-        announce_start(context, envelope);
+        announce_start(deps, envelope);
     }
-    if let Some(status) = run_attempts(context, envelope, attempt).await? {
-        announce_end(context, envelope, status, started).await?;
+    if let Some(status) = run_attempts(deps, envelope, attempt).await? {
+        announce_end(deps, envelope, status, started).await?;
     }
     Ok(())
 }
@@ -391,7 +230,7 @@ async fn process_in_span(context: &Context, envelope: &Envelope) -> Result<(), s
 /// Runs attempts until the job ends or another delivery owns it. Returns the status when this
 /// delivery ended the job (so its end is announced once).
 async fn run_attempts(
-    context: &Context,
+    deps: &Deps,
     envelope: &Envelope,
     first: Attempt,
 ) -> Result<Option<Status>, store::Error> {
@@ -407,41 +246,38 @@ async fn run_attempts(
                 ErrorCode::WorkerLost,
                 format!("the worker running this job was lost in each of its {max} attempts"),
             );
-            return context
-                .store
-                .finish(&envelope.id, &Outcome::Dead(error))
-                .await;
+            return deps.store.finish(&envelope.id, &Outcome::Dead(error)).await;
         }
         let error = match &envelope.job {
-            Job::Fetch(job) => match run_fetch(context, envelope, number, job).await? {
+            Job::Fetch(job) => match run_fetch(deps, envelope, number, job).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
-            Job::Browse(job) => match run_browse(context, envelope, number, job).await? {
+            Job::Browse(job) => match run_browse(deps, envelope, number, job).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
         };
         if !error.transient {
             tracing::debug!(code = %error.code, "job failed");
-            return context
+            return deps
                 .store
                 .finish_attempt(&envelope.id, number, &Outcome::Failed(error))
                 .await;
         }
         if number >= max {
             tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
-            return context
+            return deps
                 .store
                 .finish_attempt(&envelope.id, number, &Outcome::Dead(error))
                 .await;
         }
         let retry_after = error.retry_after.map(Duration::from_secs);
-        let delay = context.config.backoff(number, retry_after);
+        let delay = deps.config.backoff(number, retry_after);
         tracing::warn!(code = %error.code, attempt = number, delay_ms = delay.as_millis() as u64, "fetch failed, will retry");
-        context.store.record_retry(&envelope.id, &error).await?;
+        deps.store.record_retry(&envelope.id, &error).await?;
         tokio::time::sleep(delay).await;
-        attempt = context.store.begin_attempt(&envelope.id).await?;
+        attempt = deps.store.begin_attempt(&envelope.id).await?;
     }
 }
 
@@ -450,32 +286,32 @@ async fn run_attempts(
 /// latest: another worker took the job over). Returns the job error when the fetch failed (the
 /// caller decides on retries); `Err` is a store failure.
 async fn run_fetch(
-    context: &Context,
+    deps: &Deps,
     envelope: &Envelope,
     attempt: u32,
     job: &FetchJob,
 ) -> Result<Result<Option<Status>, JobError>, store::Error> {
     let job_id = envelope.id.as_str();
-    let (url, options_hash) = match cache_key(&context.fetch.client, job) {
+    let (url, options_hash) = match cache_key(&deps.fetch.client, job) {
         Ok(key) => key,
         Err(error) => return Ok(Err(error)),
     };
-    let max_chars = context.fetch.config.max_chars_for(job);
-    let ttl = context.fetch.config.cache_ttl_for(job);
+    let max_chars = deps.fetch.config.max_chars_for(job);
+    let ttl = deps.fetch.config.cache_ttl_for(job);
     // A crawl's page follows its links (from the cache too), waits for its host's turn
     // (politeness) when fetched, and its plan says what to follow.
     let crawl = match &envelope.crawl {
-        Some(crawl) => context
+        Some(crawl) => deps
             .crawls
-            .plan(&context.store, &crawl.id)
+            .plan(&deps.store, &crawl.id)
             .await?
             .map(|plan| (plan, crawl.depth)),
         None => None,
     };
-    if let Some(hit) = fresh_page(context, job, &url, &options_hash).await? {
+    if let Some(hit) = fresh_page(deps, job, &url, &options_hash).await? {
         if let Some((plan, depth)) = &crawl
             && let Some(duplicate) =
-                follow_links(context, plan, *depth, &url, &hit.page.info, attempt > 1).await?
+                follow_links(deps, plan, *depth, &url, &hit.page.info, attempt > 1).await?
         {
             return Ok(Err(duplicate));
         }
@@ -484,11 +320,11 @@ async fn run_fetch(
             result: serde_json::to_value(&result).expect("results serialise"),
             page_id: Some(hit.page.id.clone()),
         };
-        context.metrics.cache_hit();
+        deps.metrics.cache_hit();
         if job.archive {
-            context.store.request_archive_page(&hit.page.id).await?;
+            deps.store.request_archive_page(&hit.page.id).await?;
         }
-        return Ok(Ok(context
+        return Ok(Ok(deps
             .store
             .finish_attempt(job_id, attempt, &outcome)
             .await?));
@@ -498,22 +334,22 @@ async fn run_fetch(
     let permit = match &crawl {
         Some((plan, _)) => {
             let crawl_delay = if plan.spec.robots {
-                match context.crawls.admit(&context.fetch.client, &url).await {
+                match deps.crawls.admit(&deps.fetch.client, &url).await {
                     Ok(delay) => delay,
                     Err(error) => return Ok(Err(error)),
                 }
             } else {
                 None
             };
-            Some(context.crawls.wait_turn(&url, crawl_delay).await)
+            Some(deps.crawls.wait_turn(&url, crawl_delay).await)
         }
         None => None,
     };
     // A crawl page follows only redirects to pages new to the crawl that robots.txt allows.
     let guard = crawl.as_ref().map(|(plan, _)| {
-        crate::crawl::redirect_guard(context, plan, trawl_workers::crawl::crawl_key(&url))
+        crate::crawl::redirect_guard(deps, plan, trawl_workers::crawl::crawl_key(&url))
     });
-    let fetched = within_job_timeout(context, fetch_or_render(context, job, guard.as_ref())).await;
+    let fetched = within_job_timeout(deps, fetch_or_render(deps, job, guard.as_ref())).await;
     drop(permit);
     let fetched = match fetched {
         Ok(fetched) => fetched,
@@ -521,7 +357,7 @@ async fn run_fetch(
     };
     if let Some((plan, depth)) = &crawl
         && let Some(duplicate) =
-            follow_links(context, plan, *depth, &url, &fetched.info, attempt > 1).await?
+            follow_links(deps, plan, *depth, &url, &fetched.info, attempt > 1).await?
     {
         return Ok(Err(duplicate));
     }
@@ -549,14 +385,14 @@ async fn run_fetch(
     };
     let info = &fetched.info;
     let text = &fetched.text;
-    let (content_hash, ended) = context
+    let (content_hash, ended) = deps
         .store
         .finish_with_page(job_id, page, |content_hash| {
             let result = fetch::build_result(info, text, job_id, content_hash, false, max_chars);
             serde_json::to_string(&result).expect("results serialise")
         })
         .await?;
-    context.metrics.fetched(fetched.raw.len());
+    deps.metrics.fetched(fetched.raw.len());
     if ended.is_some() && !ttl.is_zero() {
         let page = PageRecord {
             id: job_id.to_owned(),
@@ -565,7 +401,7 @@ async fn run_fetch(
             fetched_at_ms: jiff::Timestamp::now().as_millisecond(),
             info: fetched.info,
         };
-        context.cache.insert(url.as_str(), &stored_hash, page);
+        deps.cache.insert(url.as_str(), &stored_hash, page);
     }
     Ok(Ok(ended))
 }
@@ -574,10 +410,10 @@ async fn run_fetch(
 /// browser context goes back to its pool, a connection closes) and the attempt fails with a
 /// transient `timeout`.
 async fn within_job_timeout<T>(
-    context: &Context,
+    deps: &Deps,
     work: impl Future<Output = Result<T, JobError>>,
 ) -> Result<T, JobError> {
-    let limit = Duration::from_secs(context.config.job_timeout_secs);
+    let limit = Duration::from_secs(deps.config.job_timeout_secs);
     match tokio::time::timeout(limit, work).await {
         Ok(result) => result,
         Err(_) => Err(JobError {
@@ -598,29 +434,29 @@ async fn within_job_timeout<T>(
 /// JavaScript (an app shell, or little text and scripts). `guard` is asked before each redirect
 /// of a plain fetch (the browser follows redirects itself).
 async fn fetch_or_render(
-    context: &Context,
+    deps: &Deps,
     job: &FetchJob,
     guard: Option<&trawl_workers::web::client::RedirectGuard>,
 ) -> Result<fetch::Fetched, JobError> {
     use trawl_workers::browse::render;
     if job.render.is_on() {
-        let pool = browser(context)?;
-        return render::render(pool, job, &context.fetch).await;
+        let pool = browser(deps)?;
+        return render::render(pool, job, &deps.fetch).await;
     }
-    let plain = fetch::run_guarded(job, &context.fetch, guard)
+    let plain = fetch::run_guarded(job, &deps.fetch, guard)
         .await
         .map_err(|error| error.to_job_error());
-    match &context.browser {
+    match &deps.browser {
         Some(pool) if job.render.is_auto() && render::looks_js_built(&plain) => {
             tracing::debug!("the page looks built by JavaScript; rendering it");
-            render::render(pool, job, &context.fetch).await
+            render::render(pool, job, &deps.fetch).await
         }
         _ => plain,
     }
 }
 
-fn browser(context: &Context) -> Result<&trawl_workers::browse::Pool, JobError> {
-    context.browser.as_ref().ok_or_else(|| {
+fn browser(deps: &Deps) -> Result<&trawl_workers::browse::Pool, JobError> {
+    deps.browser.as_ref().ok_or_else(|| {
         JobError::new(
             ErrorCode::BrowserFailed,
             "this worker runs no browser pool (start it with --pools browse=N)",
@@ -630,23 +466,23 @@ fn browser(context: &Context) -> Result<&trawl_workers::browse::Pool, JobError> 
 
 /// Runs a browse job's script and ends the job with its steps.
 async fn run_browse(
-    context: &Context,
+    deps: &Deps,
     envelope: &Envelope,
     attempt: u32,
     job: &trawl_workers::job::BrowseJob,
 ) -> Result<Result<Option<Status>, JobError>, store::Error> {
-    let pool = match browser(context) {
+    let pool = match browser(deps) {
         Ok(pool) => pool,
         Err(error) => return Ok(Err(error)),
     };
     let script = trawl_workers::browse::script::run_script(pool, job);
-    match within_job_timeout(context, script).await {
+    match within_job_timeout(deps, script).await {
         Ok(result) => {
             let outcome = Outcome::Succeeded {
                 result: serde_json::to_value(&result).expect("results serialise"),
                 page_id: None,
             };
-            Ok(Ok(context
+            Ok(Ok(deps
                 .store
                 .finish_attempt(&envelope.id, attempt, &outcome)
                 .await?))
@@ -662,16 +498,14 @@ async fn run_browse(
 /// first attempt, so an earlier one may have died between recording the links and queueing
 /// their jobs: those still queued are pushed again.
 async fn follow_links(
-    context: &Context,
+    deps: &Deps,
     plan: &crate::crawl::Plan,
     depth: u32,
     url: &url::Url,
     info: &fetch::PageInfo,
     again: bool,
 ) -> Result<Option<JobError>, store::Error> {
-    let Some(queue) = &context.queue else {
-        return Ok(None);
-    };
+    let queue = &deps.queue;
     let final_url = url::Url::parse(&info.final_url).ok();
     let canonical = info
         .meta
@@ -695,8 +529,7 @@ async fn follow_links(
         .filter_map(|link| url::Url::parse(link).ok())
         .map(|link| (link, depth + 1))
         .collect();
-    let new = match crate::crawl::follow_from(context, queue, plan, &page_keys, links, again).await
-    {
+    let new = match crate::crawl::follow_from(deps, queue, plan, &page_keys, links, again).await {
         Ok((_, new)) => new,
         Err(crate::crawl::StartError::Store(error)) => return Err(error),
         Err(error) => {
@@ -746,12 +579,12 @@ pub fn cache_key(
 
 /// Returns the fresh cached page for a fetch job, if any (none when its TTL is 0).
 pub async fn fresh_page(
-    context: &Context,
+    deps: &Deps,
     job: &FetchJob,
     url: &url::Url,
     options_hash: &str,
 ) -> Result<Option<CachedPage>, store::Error> {
-    let ttl = context.fetch.config.cache_ttl_for(job);
+    let ttl = deps.fetch.config.cache_ttl_for(job);
     if ttl.is_zero() {
         return Ok(None);
     }
@@ -760,7 +593,7 @@ pub async fn fresh_page(
     let since = jiff::Timestamp::now()
         .as_millisecond()
         .saturating_sub(ttl_ms);
-    context.cache.fresh(url.as_str(), options_hash, since).await
+    deps.cache.fresh(url.as_str(), options_hash, since).await
 }
 
 /// The result of a job served from the cache: the stored page, with the job's own URL and
@@ -779,8 +612,8 @@ pub fn cached_result(job: &FetchJob, hit: &CachedPage, max_chars: usize) -> Fetc
 }
 
 /// Sends the `started` event of a job with a webhook.
-fn announce_start(context: &Context, envelope: &Envelope) {
-    let (Some(webhooks), Some(webhook)) = (&context.webhooks, &envelope.webhook) else {
+fn announce_start(deps: &Deps, envelope: &Envelope) {
+    let (Some(webhooks), Some(webhook)) = (&deps.webhooks, &envelope.webhook) else {
         return;
     };
     if let Ok(url) = url::Url::parse(webhook) {
@@ -796,32 +629,31 @@ fn announce_start(context: &Context, envelope: &Envelope) {
 /// Publishes a job's end: the in-process signal, metrics, and, when webhooks are configured,
 /// the job's event and the batch's `completed` event when this was its last job.
 async fn announce_end(
-    context: &Context,
+    deps: &Deps,
     envelope: &Envelope,
     status: Status,
     started: Instant,
 ) -> Result<(), store::Error> {
-    let _ = context.ended.send(envelope.id.clone());
-    context.metrics.job_ended(
+    let _ = deps.ended.send(envelope.id.clone());
+    deps.metrics.job_ended(
         envelope.job.kind(),
         status.as_str(),
         Some(started.elapsed().as_secs_f64()),
     );
-    let needs_record = status != Status::Succeeded || context.webhooks.is_some();
+    let needs_record = status != Status::Succeeded || deps.webhooks.is_some();
     if !needs_record {
         return Ok(());
     }
-    let Some(record) = context.store.job(&envelope.id).await? else {
+    let Some(record) = deps.store.job(&envelope.id).await? else {
         return Ok(());
     };
     if let Some(error) = &record.error
         && error.code == ErrorCode::BlockedDestination
     {
-        context
-            .metrics
+        deps.metrics
             .ssrf_blocked(error.evidence.as_deref().unwrap_or("unknown"));
     }
-    let Some(webhooks) = &context.webhooks else {
+    let Some(webhooks) = &deps.webhooks else {
         return Ok(());
     };
     if let Some(url) = envelope
@@ -839,7 +671,7 @@ async fn announce_end(
         webhooks.deliver(url, webhook_event(kind, envelope, data));
     }
     if let Some(batch_id) = &record.batch_id
-        && let Some(summary) = context.store.claim_batch_completion(batch_id).await?
+        && let Some(summary) = deps.store.claim_batch_completion(batch_id).await?
         && let Some(url) = summary
             .webhook
             .as_deref()

@@ -17,7 +17,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use trawl_workers::web;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::sessions::Sessions;
 use crate::store::{self, SessionHost, Store};
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use trawl_workers::browse::{self, Action, ActionOutcome, Credentials, Lease, Pool, Profile};
 use utoipa::ToSchema;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::store::{self, NewSessionStep, SessionRecord, Store};
 
 /// Session limits. Every field is a `trawl.toml` key under `[sessions]`.

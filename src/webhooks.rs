@@ -18,7 +18,7 @@ use trawl_workers::web;
 use trawl_workers::web::client::origin_of;
 use url::Url;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// The longest wait between two attempts, whatever `retry_base_ms` and the attempt number.
 pub const RETRY_MAX_DELAY: Duration = Duration::from_secs(60);

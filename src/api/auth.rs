@@ -69,7 +69,7 @@ fn unauthorized(message: &str) -> Response {
 /// On a session host: lets a request through when it carries the shared worker token, and
 /// takes who it acts for from the owner header the API process set.
 pub(super) async fn require_worker_token(
-    State(token): State<std::sync::Arc<crate::config::Secret>>,
+    State(token): State<std::sync::Arc<crate::secret::Secret>>,
     mut request: Request,
     next: Next,
 ) -> Response {

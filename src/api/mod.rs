@@ -27,9 +27,9 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Secret;
+use crate::deps::Deps;
 use crate::queue::Queue;
-use crate::runner::Context;
+use crate::secret::Secret;
 
 /// API settings. Every field is a `trawl.toml` key under `[api]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,9 +47,6 @@ pub struct Config {
     pub sync_timeout_secs: u64,
     /// Most characters of lines a grep returns.
     pub grep_max_output_chars: usize,
-    /// Seconds `trawl serve` waits for running jobs at shutdown before leaving them to the
-    /// queue's recovery.
-    pub shutdown_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -61,7 +58,6 @@ impl Default for Config {
             max_batch: 1_000,
             sync_timeout_secs: 60,
             grep_max_output_chars: 8_000,
-            shutdown_timeout_secs: 30,
         }
     }
 }
@@ -93,8 +89,8 @@ impl Config {
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The runner's context: store, cache, metrics, job ends, fetch options.
-    pub context: Arc<Context>,
+    /// The shared parts: store, queue, cache, metrics, job ends, fetch options.
+    pub context: Arc<Deps>,
     /// Where jobs are pushed.
     pub queue: Queue,
     /// API settings.

@@ -46,7 +46,10 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     )
     .context("opening the archive (is another trawl archiving into this data directory?)")?;
     eprintln!("trawl: archiving {pending} pages");
-    let stats = archiver.run(Stop::Drain, async {}).await?;
+    // Nothing else stores pages here: archive what is pending and stop.
+    let now = crate::shutdown::Shutdown::new();
+    now.trigger();
+    let stats = archiver.run(Stop::Drain, now).await?;
     println!("archived: {stats}");
     store.close().await;
     Ok(if stats.failed > 0 {

@@ -9,9 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use trawl_workers::crawl::Scope;
 use trawl_workers::job::{CrawlSpec, Format};
 
-use super::Embedded;
 use super::extract::FormatArg;
-use super::pools::Pools;
+use crate::app::Needs;
 use crate::config::Config;
 use crate::store::{CrawlRecord, CrawlStatus};
 
@@ -124,34 +123,30 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         eprintln!("trawl: {error}");
         return Ok(ExitCode::from(2));
     }
-    let embedded = Embedded::open(&config).await?;
-    let mut context = embedded.context(&config)?;
+    let mut app = super::build_app(
+        &config,
+        Needs {
+            browser: !args.no_pools,
+        },
+    )
+    .await?;
     if !args.no_pools {
-        context.browser = Some(embedded.browser(&config).await?);
+        if args.archive {
+            app.start_archive(crate::archive::Stop::Drain).context(
+                "opening the archive (is another trawl archiving into this data directory?)",
+            )?;
+        }
+        app.start_pools();
     }
-    let context = std::sync::Arc::new(context);
-    let browser = context.browser.clone();
-    let Embedded { store, queue, .. } = embedded;
-
-    let pools = if args.no_pools {
-        None
-    } else {
-        Some(Pools::start(
-            context.clone(),
-            &queue,
-            &config,
-            args.archive,
-        )?)
-    };
+    let deps = app.deps().clone();
+    let store = deps.store.clone();
 
     let started = Instant::now();
-    let id = match crate::crawl::start(&context, &queue, spec).await {
+    let id = match crate::crawl::start(&deps, &deps.queue, spec).await {
         Ok(id) => id,
         Err(crate::crawl::StartError::Invalid(message)) => {
             eprintln!("trawl: {message}");
-            if let Some(pools) = pools {
-                pools.stop(true).await?;
-            }
+            super::shut_down(app, config.shutdown_grace()).await;
             return Ok(ExitCode::from(2));
         }
         Err(error) => return Err(error.into()),
@@ -178,20 +173,20 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         }
     };
     progress.finish();
-    let archived = match pools {
-        Some(pools) => pools.stop(args.quiet).await?,
-        None => None,
-    };
+    if args.archive && !args.no_pools && !args.quiet {
+        eprintln!("trawl: archiving the remaining pages...");
+    }
+    let archived = super::stop_pools(&mut app, config.shutdown_grace())
+        .await
+        .archived;
+    if args.archive && !args.no_pools && archived.is_none() {
+        anyhow::bail!("the archive pool failed; pending pages are archived at its next start");
+    }
     print_summary(&record, started.elapsed(), interrupted, args.no_pools);
     if let Some(stats) = archived {
         println!("archived: {stats}");
     }
-    // The browser closes and its temporary profile goes (pools have stopped by now).
-    if let Some(browser) = &browser {
-        browser.shutdown().await;
-    }
-    queue.close().await;
-    store.close().await;
+    super::shut_down(app, config.shutdown_grace()).await;
     Ok(if interrupted {
         ExitCode::from(130)
     } else {

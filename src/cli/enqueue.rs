@@ -10,7 +10,8 @@ use trawl_workers::job::{FetchJob, Format, Job};
 
 use super::extract::FormatArg;
 use super::remote::{Remote, ServerArgs};
-use super::{Embedded, UrlArgs, url_line};
+use super::{UrlArgs, url_line};
+use crate::app::Needs;
 use crate::config::Config;
 use crate::queue::Envelope;
 use crate::store::NewJob;
@@ -92,15 +93,11 @@ async fn enqueue_remote(server: &str, args: &Args, jobs: Vec<Job>) -> anyhow::Re
 
 async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCode> {
     config.validate()?;
-    let Embedded {
-        store,
-        queue,
-        client,
-        ..
-    } = Embedded::open(&config).await?;
+    let app = super::build_app(&config, Needs::default()).await?;
+    let deps = app.deps().clone();
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {
-        fetch::check_url(&client, job.url())
+        fetch::check_url(&deps.fetch.client, job.url())
             .map_err(|error| anyhow::anyhow!("{}: {}", job.url(), error))?;
     }
     let mut new_jobs = Vec::with_capacity(jobs.len());
@@ -110,13 +107,12 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
         new_jobs.push(NewJob::new(&id, &job, config.runner.max_attempts));
         envelopes.push(Envelope::new(id, job));
     }
-    store.create_jobs(&new_jobs).await?;
+    deps.store.create_jobs(&new_jobs).await?;
     for envelope in &envelopes {
         println!("{}\t{}", envelope.id, envelope.job.url());
     }
-    queue.push(envelopes).await?;
-    queue.close().await;
-    store.close().await;
+    deps.queue.push(envelopes).await?;
+    super::shut_down(app, config.shutdown_grace()).await;
     Ok(ExitCode::SUCCESS)
 }
 

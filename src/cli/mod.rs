@@ -10,7 +10,6 @@ mod crawl;
 mod enqueue;
 mod export;
 mod extract;
-mod pools;
 mod read;
 mod remote;
 mod run;
@@ -24,6 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::app::{App, Needs};
 use crate::config::Config;
 
 /// trawl: a job-queue batch crawler and archiver for AI agents and RAG pipelines.
@@ -64,7 +64,7 @@ pub enum Command {
     /// machines, with REDIS_URL (the shared queue) and DATABASE_URL (the shared store) set, next
     /// to one `trawl serve --no-pools` for the API. Without them it runs on the embedded files in
     /// the data directory (one machine only). SIGTERM or SIGINT: stop taking jobs, let running
-    /// ones finish (up to api.shutdown_timeout_secs), hand the rest back to the queue.
+    /// ones finish (up to shutdown_timeout_secs), hand the rest back to the queue.
     Work(work::Args),
     /// Open a page in headless Chromium and run actions on it (snapshot, click, type, read,
     /// screenshot, …); prints each action's outcome as JSON.
@@ -117,8 +117,6 @@ fn url_line(line: &str) -> Option<&str> {
     (!content.is_empty() && !content.starts_with('#')).then_some(line)
 }
 
-/// Opens the store the configuration names: the database at `database_url` (or
-/// `DATABASE_URL`) when set, else the SQLite file in the data directory.
 /// `--proxy URL` (repeatable) of `run` and `crawl`: replaces `proxy.urls` when given.
 fn use_proxies(config: &mut Config, urls: &[String]) {
     if !urls.is_empty() {
@@ -129,109 +127,31 @@ fn use_proxies(config: &mut Config, urls: &[String]) {
     }
 }
 
+/// The store alone, for the commands that only read or export it.
 async fn open_store(config: &Config) -> anyhow::Result<crate::store::Store> {
-    use anyhow::Context as _;
-    match &config.database_url {
-        Some(url) => crate::store::Store::connect(url.expose())
-            .await
-            .context("connecting to the store at database_url"),
-        None => crate::store::Store::open(&config.store_path())
-            .await
-            .with_context(|| format!("opening the store in {}", config.data_dir.display())),
-    }
+    Ok(crate::app::open_store(config).await?)
 }
 
-/// The embedded store and queue, and the guarded client, as a command opens them.
-struct Embedded {
-    store: crate::store::Store,
-    queue: crate::queue::Queue,
-    client: trawl_workers::web::Client,
-    /// Crawl politeness shared through Redis, in distributed mode.
-    shared_gate: Option<crate::crawl::SharedGate>,
+/// The application for a command: `needs` says whether it runs a browser.
+async fn build_app(config: &Config, needs: Needs) -> anyhow::Result<App> {
+    Ok(App::build(config, needs).await?)
 }
 
-impl Embedded {
-    /// Creates the data directory if needed and opens the store and the queue: the ones at
-    /// `database_url` and `redis_url` when set, else the SQLite files in it.
-    async fn open(config: &Config) -> anyhow::Result<Embedded> {
-        use anyhow::Context as _;
-        let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
-            .and_then(|client| client.with_proxies(&config.proxy))
-            .map_err(anyhow::Error::msg)?;
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!("creating the data directory {}", config.data_dir.display())
-        })?;
-        let store = open_store(config).await?;
-        let queue = match &config.redis_url {
-            Some(url) => crate::queue::Queue::connect_redis(
-                url.expose(),
-                &config.namespace,
-                config.runner.queue_settings(),
-            )
-            .await
-            .context("connecting to the queue at redis_url")?,
-            None => crate::queue::Queue::open(
-                &config.queue_path(),
-                &config.namespace,
-                config.runner.queue_settings(),
-            )
-            .await
-            .context("opening the queue")?,
-        };
-        let shared_gate = match &config.redis_url {
-            Some(url) => Some(
-                crate::crawl::SharedGate::connect(
-                    url.expose(),
-                    &config.namespace,
-                    &config.politeness,
-                )
-                .await
-                .context("connecting to redis_url for crawl politeness")?,
-            ),
-            None => None,
-        };
-        Ok(Embedded {
-            store,
-            queue,
-            client,
-            shared_gate,
-        })
-    }
+/// Stops the application and reports what did not stop cleanly on stderr.
+async fn shut_down(app: App, grace: std::time::Duration) -> crate::app::Teardown {
+    report(app.shutdown(grace).await)
+}
 
-    /// The runner context over these parts (with webhooks when `webhooks.secret` is set).
-    fn context(&self, config: &Config) -> anyhow::Result<crate::runner::Context> {
-        let fetch = trawl_workers::fetch::Deps {
-            client: self.client.clone(),
-            config: config.fetch.clone(),
-        };
-        let mut context =
-            crate::runner::Context::new(self.store.clone(), fetch, config.runner.clone());
-        context.queue = Some(self.queue.clone());
-        let mut crawls = crate::crawl::Crawls::new(&config.politeness);
-        if let Some(gate) = &self.shared_gate {
-            crawls = crawls.with_shared_gate(gate.clone());
-        }
-        context.crawls = std::sync::Arc::new(crawls);
-        // Events are signed, so webhooks need the secret; jobs without a webhook send none.
-        if config.webhooks.secret.is_some() {
-            context.webhooks = Some(
-                crate::webhooks::Webhooks::new(self.client.clone(), config.webhooks.clone())
-                    .map_err(anyhow::Error::msg)?,
-            );
-        }
-        Ok(context)
-    }
+/// Stops the application's pools (the store stays open for a summary), reporting on stderr.
+async fn stop_pools(app: &mut App, grace: std::time::Duration) -> crate::app::Teardown {
+    report(app.stop_pools(grace).await)
+}
 
-    /// The browser pool for `config` (Chromium starts with its first job, not now).
-    async fn browser(&self, config: &Config) -> anyhow::Result<trawl_workers::browse::Pool> {
-        trawl_workers::browse::Pool::new(
-            config.browse.clone(),
-            self.client.policy_arc(),
-            self.client.dns().clone(),
-        )
-        .await
-        .map_err(anyhow::Error::from)
+fn report(teardown: crate::app::Teardown) -> crate::app::Teardown {
+    for problem in &teardown.problems {
+        eprintln!("trawl: {problem}");
     }
+    teardown
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM (`serve` and `work` stop gracefully on either).

@@ -18,8 +18,9 @@ use trawl_workers::job::{FetchJob, Format, Job};
 use trawl_workers::{fetch, web};
 
 use super::extract::FormatArg;
-use super::pools::Pools;
-use super::{Embedded, UrlArgs, url_line};
+use super::{UrlArgs, url_line};
+use crate::app::Needs;
+use crate::archive::Stop;
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
 use crate::store::{EndedJob, NewJob, Status, Store};
@@ -108,18 +109,15 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
         None => None,
     };
-    let embedded = Embedded::open(&config).await?;
-    let mut context = embedded.context(&config)?;
-    context.browser = Some(embedded.browser(&config).await?);
-    let context = Arc::new(context);
-    let browser = context.browser.clone();
-    let Embedded {
-        store,
-        queue,
-        client,
-        ..
-    } = embedded;
-    let pools = Pools::start(context, &queue, &config, args.archive)?;
+    let mut app = super::build_app(&config, Needs { browser: true }).await?;
+    if args.archive {
+        app.start_archive(Stop::Drain).context(
+            "opening the archive (is another trawl archiving into this data directory?)",
+        )?;
+    }
+    app.start_pools();
+    let deps = app.deps().clone();
+    let store = deps.store.clone();
 
     let batch_id = ulid::Ulid::generate().to_string();
     let template = FetchJob {
@@ -138,8 +136,8 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         leading_urls,
         ProduceDeps {
             store: store.clone(),
-            queue: queue.clone(),
-            client,
+            queue: deps.queue.clone(),
+            client: deps.fetch.client.clone(),
             batch_id: batch_id.clone(),
             template,
             max_attempts: config.runner.max_attempts,
@@ -187,9 +185,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     producer.abort();
     let produced = producer.await;
     progress.finish();
-    let archived = pools.stop(args.quiet).await?;
+    if args.archive && !args.quiet {
+        eprintln!("trawl: archiving the remaining pages...");
+    }
+    let archived = super::stop_pools(&mut app, config.shutdown_grace())
+        .await
+        .archived;
     if let Ok(Err(error)) = produced {
         return Err(error.context("reading the input"));
+    }
+    if args.archive && archived.is_none() {
+        anyhow::bail!("the archive pool failed; pending pages are archived at its next start");
     }
     if let Some(output) = output.as_mut() {
         output.flush()?;
@@ -205,12 +211,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     if let Some(stats) = archived {
         println!("archived: {stats}");
     }
-    // The browser closes and its temporary profile goes (pools have stopped by now).
-    if let Some(browser) = &browser {
-        browser.shutdown().await;
-    }
-    queue.close().await;
-    store.close().await;
+    super::shut_down(app, config.shutdown_grace()).await;
     Ok(if interrupted {
         ExitCode::from(130)
     } else {

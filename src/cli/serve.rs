@@ -1,17 +1,14 @@
 //! `trawl serve`: the HTTP API and, unless `--no-pools`, the worker pools in one process on
 //! the embedded store and queue. SIGTERM or SIGINT stop it gracefully: the server stops
 //! accepting, the pools stop taking jobs and finish the running ones (up to
-//! `api.shutdown_timeout_secs`; what is left is recovered from the queue later).
-
-use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
+//! `shutdown_timeout_secs`; what is left is recovered from the queue later).
 
 use anyhow::Context as _;
-use tokio::sync::watch;
+use std::process::ExitCode;
+use std::sync::Arc;
 
-use super::{Embedded, pools};
 use crate::api::{self, AppState};
+use crate::app::Needs;
 use crate::config::Config;
 
 /// Arguments of `trawl serve`.
@@ -45,23 +42,20 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         config.ssrf.allow_private_network = true;
     }
     config.validate()?;
-    let embedded = Embedded::open(&config).await?;
-    let mut context = embedded.context(&config)?;
-    if !args.no_pools {
-        context.browser = Some(embedded.browser(&config).await?);
-    }
-    let context = Arc::new(context);
-    let browser = context.browser.clone();
-    let Embedded { store, queue, .. } = embedded;
+    let mut app = super::build_app(
+        &config,
+        Needs {
+            browser: !args.no_pools,
+        },
+    )
+    .await?;
+    let deps = app.deps().clone();
     // Agent sessions live where the browser is.
-    let sessions = browser.as_ref().map(|browser| {
-        crate::sessions::Sessions::new(browser.clone(), store.clone(), config.sessions.clone())
-    });
-    let sweeper = sessions.as_ref().map(|sessions| sessions.spawn_sweeper());
+    let sessions = app.sessions();
     // Without a browser, sessions go to the workers that host them (when configured).
     let remote_sessions = match (&sessions, &config.sessions.worker_token) {
         (None, Some(token)) => Some(Arc::new(
-            crate::session_hosts::Remote::new(store.clone(), token.clone())
+            crate::session_hosts::Remote::new(deps.store.clone(), token.clone())
                 .map_err(anyhow::Error::msg)?,
         )),
         _ => None,
@@ -72,35 +66,21 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         &crate::archive::index_dir(&config.data_dir),
     )
     .context("opening the archive index")?;
-
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let pool = (!args.no_pools)
-        .then(|| pools::spawn_fetch_pool(context.clone(), &queue, pools::stopped(&stop_rx)));
-    let archiver = if args.no_pools {
-        None
-    } else {
-        match pools::spawn_archive_pool(
-            &context,
-            &config,
-            crate::archive::Stop::Now,
-            pools::stopped(&stop_rx),
-        ) {
-            Ok(archiver) => Some(archiver),
-            Err(error) => {
-                eprintln!("trawl: no archive pool here: {error}");
-                None
-            }
+    if !args.no_pools {
+        app.start_pools();
+        if let Err(error) = app.start_archive(crate::archive::Stop::Now) {
+            eprintln!("trawl: no archive pool here: {error}");
         }
-    };
+    }
     let state = AppState {
-        context,
-        queue: queue.clone(),
+        context: deps.clone(),
+        queue: deps.queue.clone(),
         config: Arc::new(config.api.clone()),
         archive: Some(api::ArchiveSearch {
             index: archive_index,
             per_page: config.archive.per_page,
         }),
-        sessions: sessions.clone(),
+        sessions,
         remote_sessions: remote_sessions.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&config.api.bind)
@@ -121,50 +101,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             ""
         }
     );
-    let mut server_stop = stop_rx.clone();
-    let server = axum::serve(listener, api::router(state)).with_graceful_shutdown(async move {
-        let _ = server_stop.wait_for(|stopped| *stopped).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    app.serve("server", listener, api::router(state));
 
     super::shutdown_signal().await;
     eprintln!("trawl: shutting down");
-    let _ = stop_tx.send(true);
-    let grace = Duration::from_secs(config.api.shutdown_timeout_secs);
-    if let Some(pool) = pool
-        && tokio::time::timeout(grace, pool).await.is_err()
-    {
-        eprintln!(
-            "trawl: running jobs did not finish within {} s; the queue will hand them out again",
-            grace.as_secs()
-        );
-    }
-    if let Some(archiver) = archiver {
-        match tokio::time::timeout(grace, archiver).await {
-            Ok(Ok(Ok(_))) => {}
-            Ok(Ok(Err(error))) => eprintln!("trawl: archive pool: {error}"),
-            Ok(Err(error)) => eprintln!("trawl: archive pool task failed: {error}"),
-            Err(_) => eprintln!(
-                "trawl: the archive pool did not stop in time; pending pages wait for the next start"
-            ),
-        }
-    }
-    match tokio::time::timeout(grace, server).await {
-        Ok(Ok(Ok(()))) | Err(_) => {}
-        Ok(Ok(Err(error))) => eprintln!("trawl: server error: {error}"),
-        Ok(Err(error)) => eprintln!("trawl: server task failed: {error}"),
-    }
-    if let Some(sweeper) = sweeper {
-        sweeper.abort();
-    }
-    if let Some(sessions) = &sessions {
-        sessions.close_all().await;
-    }
-    // The browser closes and its temporary profile goes (pools have stopped by now).
-    if let Some(browser) = &browser {
-        browser.shutdown().await;
-    }
-    queue.close().await;
-    store.close().await;
+    super::shut_down(app, config.shutdown_grace()).await;
     Ok(ExitCode::SUCCESS)
 }

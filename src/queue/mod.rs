@@ -203,7 +203,7 @@ impl Queue {
     /// keeps its own forever. On SQLite its ack query walks every row the worker ever locked,
     /// so without this a long run slows down quadratically (measured: sqlite JSON functions
     /// grew from 2 % to 16 % of CPU between a 500- and a 5,000-page run); on Redis the task
-    /// data and metadata would grow without bound (stack notes, pitfall 9).
+    /// data and metadata would grow without bound (apalis-redis sets no expiry on them).
     pub async fn prune_finished(&self) -> Result<u64, Error> {
         match &self.engine {
             Engine::Sqlite(queue) => queue.prune_finished().await,
@@ -212,7 +212,7 @@ impl Queue {
     }
 
     /// Makes due tasks fetchable. apalis-redis moves *all* due tasks in one Lua `unpack`, which
-    /// fails from about 8,000 on and wedges the queue (stack notes, pitfall 1); this moves
+    /// fails from about 8,000 on (Lua's stack limit) and wedges the queue; this moves
     /// them 1,000 at a time. Call before starting workers and periodically while they run.
     /// Nothing to do on SQLite. Returns how many were moved.
     pub async fn promote_due(&self) -> Result<u64, Error> {

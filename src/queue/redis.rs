@@ -1,7 +1,9 @@
 //! The distributed queue engine: apalis-redis, shared by every worker process. Works around
-//! what apalis-redis 1.0.0 leaves to its users (stack notes §2): due tasks promoted 1,000 at a
-//! time (pitfall 1), ended tasks' data deleted (pitfall 9), the orphan timeout set explicitly
-//! (its `Config::default()` allows 10 missed heartbeats), results persisted (pitfall 6) and an
+//! what apalis-redis 1.0.0 leaves to its users: due tasks promoted 1,000 at a time (its own
+//! promotion moves every due task in one Lua `unpack`, which fails from about 8,000 on),
+//! ended tasks' data deleted (apalis keeps each task's hash and data for ever), the orphan
+//! timeout set explicitly (its `Config::default()` allows 10 missed heartbeats), results
+//! persisted (without them no Complete event is sent and tasks never leave `inflight`) and an
 //! eviction policy that could drop queued jobs refused.
 //!
 //! Not here: the interface callers use (`queue::Queue`), nor worker names (`runner`).
@@ -76,7 +78,7 @@ impl RedisQueue {
                 // apalis_redis::Config::default() allows 10 missed heartbeats (its docs say 2).
                 .missed_heartbeats(settings.missed_heartbeats)
                 // Without persisted results no Complete event is sent and tasks never leave
-                // `inflight` (pitfall 6); it is the default, set here so it stays so.
+                // `inflight`; it is the default, set here so it stays so.
                 .persist_results(true)
                 // Locking (apalis' default) runs LREM over the whole waiting list for every
                 // task started, to remove an id fetch_next already removed: Redis CPU grows

@@ -1,5 +1,6 @@
-//! The embedded queue engine: apalis-sqlite in its own SQLite file (apalis' migrations and the
-//! store's would clash in one file; stack notes, pitfall 7).
+//! The embedded queue engine: apalis-sqlite in its own SQLite file. In one file, apalis' sqlx
+//! migrations and the store's would share `_sqlx_migrations`, and the second migrator would
+//! refuse the first one's versions as "previously applied but missing".
 //!
 //! Not here: the interface callers use (`queue::Queue`).
 

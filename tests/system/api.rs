@@ -8,18 +8,19 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use tower::ServiceExt as _;
 use trawl::api::{self, AppState};
+use trawl::app::Shutdown;
+use trawl::config::Config;
 use trawl::config::Secret;
-use trawl::queue::Queue;
-use trawl::runner::{self, Context};
+use trawl::runner;
 use trawl_workers::testing::FixtureServer;
 
-use crate::context_in;
+use crate::{spawn_app, test_config};
 
 /// An API with its store, queue and (optionally) fetch pool in a temporary directory.
 struct Api {
     state: AppState,
     base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    shutdown: Shutdown,
     _dir: tempfile::TempDir,
 }
 
@@ -28,67 +29,47 @@ impl Api {
         Api::start_with(tokens, pools, |_| {}).await
     }
 
-    async fn start_with(tokens: &[&str], pools: bool, adjust: impl FnOnce(&mut Context)) -> Api {
+    async fn start_with(tokens: &[&str], pools: bool, adjust: impl FnOnce(&mut Config)) -> Api {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = runner::Config {
-            retry_base_ms: 10,
-            retry_max_ms: 50,
-            concurrency: 4,
-            ..runner::Config::default()
-        };
-        let context = context_in(dir.path(), config.clone()).await;
-        let mut context = Arc::try_unwrap(context).expect("a fresh context");
-        adjust(&mut context);
-        let context = Arc::new(context);
-        let queue = Queue::open(
-            &dir.path().join("queue.sqlite"),
-            "api-test",
-            config.queue_settings(),
-        )
-        .await
-        .expect("queue");
-        let state = AppState {
-            archive: None,
-            sessions: None,
-            remote_sessions: None,
-            context: context.clone(),
-            queue: queue.clone(),
-            config: Arc::new(api::Config {
+        let mut config = Config {
+            namespace: "api-test".to_owned(),
+            runner: runner::Config {
+                retry_base_ms: 10,
+                retry_max_ms: 50,
+                concurrency: 4,
+                ..runner::Config::default()
+            },
+            api: api::Config {
                 tokens: tokens.iter().map(|token| Secret::new(*token)).collect(),
                 max_body_bytes: 4_096,
                 max_batch: 10,
                 sync_timeout_secs: 10,
                 ..api::Config::default()
-            }),
+            },
+            ..test_config(dir.path())
         };
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        adjust(&mut config);
+        let mut app = spawn_app(&config).await;
+        let state = AppState {
+            archive: None,
+            sessions: None,
+            remote_sessions: None,
+            context: app.deps().clone(),
+            queue: app.deps().queue.clone(),
+            config: Arc::new(config.api.clone()),
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binds");
         let base = format!("http://{}", listener.local_addr().expect("address"));
-        let router = api::router(state.clone());
-        let (pool_stop_tx, pool_stop_rx) = tokio::sync::watch::channel(false);
         if pools {
-            let mut pool_stop = pool_stop_rx.clone();
-            tokio::spawn(async move {
-                runner::run_pool(context, &queue, async move {
-                    let _ = pool_stop.wait_for(|stopped| *stopped).await;
-                })
-                .await
-            });
+            app.start_pools();
         }
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stop_rx.await;
-                    let _ = pool_stop_tx.send(true);
-                })
-                .await;
-        });
+        app.serve("server", listener, api::router(state.clone()));
         Api {
             state,
             base,
-            stop: Some(stop_tx),
+            shutdown: app.shutdown_signal(),
             _dir: dir,
         }
     }
@@ -140,9 +121,7 @@ impl Api {
 
 impl Drop for Api {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.shutdown.trigger();
     }
 }
 
@@ -387,11 +366,9 @@ async fn sync_fetch_is_served_from_the_cache_the_second_time() {
 #[tokio::test]
 async fn the_default_policy_refuses_loopback_over_the_api() {
     let site = FixtureServer::start().await.expect("fixture");
-    let api = Api::start_with(&[], true, |context| {
-        let policy = trawl_workers::web::Policy::default();
-        context.fetch.client =
-            trawl_workers::web::Client::new(trawl_workers::web::Config::default(), policy)
-                .expect("client");
+    let api = Api::start_with(&[], true, |config| {
+        config.ssrf = trawl_workers::web::Policy::default();
+        config.http = trawl_workers::web::Config::default();
     })
     .await;
     let (status, body) = api
@@ -567,15 +544,12 @@ async fn events_stream_status_changes_then_the_end() {
 async fn a_batch_webhook_receives_signed_job_events_and_one_completion() {
     let site = FixtureServer::start().await.expect("fixture");
     let secret = "webhook-test-secret";
-    let api = Api::start_with(&[], true, |context| {
-        let config = trawl::webhooks::Config {
+    let api = Api::start_with(&[], true, |config| {
+        config.webhooks = trawl::webhooks::Config {
             secret: Some(Secret::new(secret)),
             retry_base_ms: 10,
             ..trawl::webhooks::Config::default()
         };
-        context.webhooks = Some(
-            trawl::webhooks::Webhooks::new(context.fetch.client.clone(), config).expect("webhooks"),
-        );
     })
     .await;
     let batch = serde_json::json!({

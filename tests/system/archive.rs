@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use trawl::app::Deps;
 use trawl::archive::{self, Archiver, Stop};
-use trawl::runner::{self, Context};
+use trawl::runner;
 use trawl::store::NewJob;
 use trawl_workers::archive::index::{ArchiveIndex, SearchQuery};
 use trawl_workers::job::{FetchJob, Job};
@@ -17,7 +18,7 @@ use trawl_workers::testing::FixtureServer;
 use crate::{context_in, trawl_command as trawl};
 
 /// Fetches `paths` from the fixture server as jobs with `archive: true`.
-async fn fetch_for_archive(context: &Context, server: &FixtureServer, paths: &[String]) {
+async fn fetch_for_archive(context: &Deps, server: &FixtureServer, paths: &[String]) {
     for path in paths {
         let id = ulid::Ulid::generate().to_string();
         let job = Job::Fetch(FetchJob {
@@ -96,7 +97,10 @@ async fn archived_pages_are_searchable_and_written_as_warc_records() {
     )
     .expect("archive opens");
     let index = archiver.index().clone();
-    let stats = archiver.run(Stop::Drain, async {}).await.expect("drains");
+    let stats = archiver
+        .run(Stop::Drain, crate::stopped())
+        .await
+        .expect("drains");
     assert_eq!((stats.pages, stats.failed), (4, 0));
     assert!(stats.chunks >= 4, "{stats:?}");
     assert_eq!(stats.warc_responses, 4);
@@ -140,7 +144,10 @@ async fn archived_pages_are_searchable_and_written_as_warc_records() {
         context.fetch.client.request_headers(),
     )
     .expect("archive reopens after the first pool ended");
-    let again = archiver.run(Stop::Drain, async {}).await.expect("drains");
+    let again = archiver
+        .run(Stop::Drain, crate::stopped())
+        .await
+        .expect("drains");
     assert_eq!((again.pages, again.unchanged), (0, 1), "{again:?}");
     assert_eq!((again.warc_responses, again.warc_revisits), (0, 1));
     index.reload().expect("reloads");
@@ -185,7 +192,10 @@ async fn an_archive_pool_stopped_before_its_commit_resumes_without_duplicates() 
     )
     .expect("archive reopens");
     let index = archiver.index().clone();
-    let stats = archiver.run(Stop::Drain, async {}).await.expect("drains");
+    let stats = archiver
+        .run(Stop::Drain, crate::stopped())
+        .await
+        .expect("drains");
     assert_eq!(stats.pages, 6);
     // The WARC records written before the crash were recorded and are not written again.
     assert_eq!(stats.warc_responses, 0, "{stats:?}");
@@ -360,7 +370,7 @@ async fn the_search_endpoint_answers_from_the_archive() {
 
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
-    let context: Arc<Context> = context_in(dir.path(), runner::Config::default()).await;
+    let context: Arc<Deps> = context_in(dir.path(), runner::Config::default()).await;
     let paths: Vec<String> = (1..=3).map(|n| format!("/article/{n}")).collect();
     fetch_for_archive(&context, &server, &paths).await;
     let archiver = Archiver::open(
@@ -370,18 +380,14 @@ async fn the_search_endpoint_answers_from_the_archive() {
         context.fetch.client.request_headers(),
     )
     .expect("opens");
-    archiver.run(Stop::Drain, async {}).await.expect("drains");
+    archiver
+        .run(Stop::Drain, crate::stopped())
+        .await
+        .expect("drains");
     let index = ArchiveIndex::open_or_create(&archive::index_dir(dir.path())).expect("index opens");
-    let queue = trawl::queue::Queue::open(
-        &dir.path().join("queue.sqlite"),
-        "test",
-        runner::Config::default().queue_settings(),
-    )
-    .await
-    .expect("queue");
     let router = trawl::api::router(trawl::api::AppState {
         context: context.clone(),
-        queue,
+        queue: context.queue.clone(),
         config: Arc::new(trawl::api::Config::default()),
         archive: Some(trawl::api::ArchiveSearch { index, per_page: 2 }),
         sessions: None,

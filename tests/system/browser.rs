@@ -9,6 +9,8 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use trawl::app::{Deps, Shutdown};
+use trawl::deps::Parts;
 use trawl_workers::browse::pool::{CookieSpec, Credentials};
 use trawl_workers::browse::{self, Action, Pool, Profile, render};
 use trawl_workers::job::{BrowseJob, BrowseResult, ErrorCode, Extractor, FetchJob, Job, Render};
@@ -698,9 +700,7 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
     run(async {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = temp_store(dir.path()).await;
-        let mut context =
-            trawl::runner::Context::new(store, fetch_deps(), trawl::runner::Config::default());
-        context.browser = Some(shared().pool.clone());
+        let context = deps_over(&store, &temp_queue(dir.path()).await, true);
         let render_job = Job::Fetch(FetchJob {
             render: Render::Flag(true),
             ..FetchJob::new(site("/browser/js-built"))
@@ -791,6 +791,31 @@ async fn temp_store(dir: &std::path::Path) -> trawl::store::Store {
     trawl::store::Store::open(&dir.join("trawl.sqlite"))
         .await
         .expect("store opens")
+}
+
+async fn temp_queue(dir: &std::path::Path) -> trawl::queue::Queue {
+    trawl::queue::Queue::open(
+        &dir.join("queue.sqlite"),
+        "browser-test",
+        trawl::runner::Config::default().queue_settings(),
+    )
+    .await
+    .expect("queue opens")
+}
+
+/// The shared parts over `store` and `queue`, with this module's client (its resolver names
+/// the fixture `site.test`) and, when `browser`, the shared browser. Built from parts rather
+/// than with `App::build`, so every test uses the one browser this binary starts.
+fn deps_over(store: &trawl::store::Store, queue: &trawl::queue::Queue, browser: bool) -> Arc<Deps> {
+    Arc::new(Deps::new(Parts {
+        store: store.clone(),
+        queue: queue.clone(),
+        fetch: fetch_deps(),
+        config: trawl::runner::Config::default(),
+        webhooks: None,
+        crawls: trawl::crawl::Crawls::new(&Default::default()),
+        browser: browser.then(|| shared().pool.clone()),
+    }))
 }
 
 #[test]
@@ -908,30 +933,19 @@ fn sessions_are_bounded_and_idle_ones_expire() {
 const TOKEN_A: &str = "token-a-0123456789abcdef";
 const TOKEN_B: &str = "token-b-0123456789abcdef";
 
-/// A runner context and a queue on a temporary store in `dir`, as `trawl serve` has them.
+/// The shared parts and the queue on a temporary store in `dir`, as `trawl serve` has them.
 async fn api_parts(
     dir: &std::path::Path,
     store: &trawl::store::Store,
-) -> (Arc<trawl::runner::Context>, trawl::queue::Queue) {
-    let context = Arc::new(trawl::runner::Context::new(
-        store.clone(),
-        fetch_deps(),
-        trawl::runner::Config::default(),
-    ));
-    let queue = trawl::queue::Queue::open(
-        &dir.join("queue.sqlite"),
-        "sessions-test",
-        trawl::runner::Config::default().queue_settings(),
-    )
-    .await
-    .expect("queue");
-    (context, queue)
+) -> (Arc<Deps>, trawl::queue::Queue) {
+    let queue = temp_queue(dir).await;
+    (deps_over(store, &queue, false), queue)
 }
 
 /// The API over `context` and `queue`, accepting [`TOKEN_A`] and [`TOKEN_B`], with sessions
 /// in this process or routed to session hosts.
 fn api_router(
-    context: Arc<trawl::runner::Context>,
+    context: Arc<Deps>,
     queue: trawl::queue::Queue,
     sessions: Option<Arc<trawl::sessions::Sessions>>,
     remote_sessions: Option<Arc<trawl::session_hosts::Remote>>,
@@ -1176,18 +1190,8 @@ fn a_worker_without_a_browser_leaves_render_jobs_queued_for_one_that_has_it() {
     run(async {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = temp_store(dir.path()).await;
-        let queue = trawl::queue::Queue::open(
-            &dir.path().join("queue.sqlite"),
-            "lanes",
-            trawl::runner::Config::default().queue_settings(),
-        )
-        .await
-        .expect("queue");
-        let plain = trawl::runner::Context::new(
-            store.clone(),
-            fetch_deps(),
-            trawl::runner::Config::default(),
-        );
+        let queue = temp_queue(dir.path()).await;
+        let plain = deps_over(&store, &queue, false);
         let id = ulid::Ulid::generate().to_string();
         let job = Job::Fetch(FetchJob {
             render: Render::Flag(true),
@@ -1209,38 +1213,28 @@ fn a_worker_without_a_browser_leaves_render_jobs_queued_for_one_that_has_it() {
                 .expect("job exists")
                 .status
         };
-        let pool = |context: trawl::runner::Context, stop: tokio::sync::oneshot::Receiver<()>| {
-            let queue = queue.clone();
-            async move {
-                trawl::runner::run_pool(Arc::new(context), &queue, async move {
-                    let _ = stop.await;
-                })
+        let pool = |deps: Arc<Deps>, stop: Shutdown| async move {
+            trawl::runner::run_pool(deps, stop)
                 .await
                 .expect("pool runs");
-            }
         };
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let plain_pool = tokio::spawn(pool(plain, stopped));
+        let stop = Shutdown::new();
+        let plain_pool = tokio::spawn(pool(plain, stop.clone()));
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(status().await, trawl::store::Status::Queued);
-        let _ = stop.send(());
+        stop.trigger();
         plain_pool.await.expect("pool ends");
 
-        let mut with_browser = trawl::runner::Context::new(
-            store.clone(),
-            fetch_deps(),
-            trawl::runner::Config::default(),
-        );
-        with_browser.browser = Some(shared().pool.clone());
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let waiting = tokio::spawn(pool(with_browser, stopped));
+        let with_browser = deps_over(&store, &queue, true);
+        let stop = Shutdown::new();
+        let waiting = tokio::spawn(pool(with_browser, stop.clone()));
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while status().await != trawl::store::Status::Succeeded
             && std::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let _ = stop.send(());
+        stop.trigger();
         assert_eq!(status().await, trawl::store::Status::Succeeded);
         waiting.await.expect("pool ends");
     });

@@ -7,16 +7,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use trawl::app::{App, Deps};
+use trawl::config::{Config, Secret};
 use trawl::queue::Queue;
-use trawl::runner::{self, Context};
+use trawl::runner;
 use trawl::store::{CrawlRecord, CrawlStatus};
 use trawl_workers::crawl::politeness;
 use trawl_workers::job::CrawlSpec;
 use trawl_workers::testing::FixtureServer;
 
-use crate::context_in;
 use crate::engines::TestDb;
 use crate::queue::RedisServer;
+use crate::{spawn_app, test_config};
 
 /// Where a crawl test runs: the embedded engines (SQLite store and queue, this process's
 /// politeness gate) or the distributed ones (PostgreSQL in a fresh database, a test-owned
@@ -58,12 +60,12 @@ on_both_backends!(
     a_page_delivered_again_queues_the_follow_ups_its_dead_delivery_recorded,
 );
 
-/// A context whose crawl pages queue their links, with no politeness delay, and its pool.
+/// A test application whose crawl pages queue their links, with no politeness delay, and
+/// its running pools.
 struct Crawler {
-    context: Arc<Context>,
+    context: Arc<Deps>,
     queue: Queue,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    pool: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    app: Option<App>,
     _redis: Option<RedisServer>,
     _db: Option<TestDb>,
 }
@@ -87,56 +89,32 @@ impl Crawler {
         dir: &std::path::Path,
         politeness: politeness::Config,
     ) -> Crawler {
-        let config = runner::Config {
-            concurrency: 8,
-            ..runner::Config::default()
+        let mut config = Config {
+            namespace: format!("crawl-test-{}", ulid::Ulid::generate()).to_lowercase(),
+            runner: runner::Config {
+                concurrency: 8,
+                ..runner::Config::default()
+            },
+            politeness,
+            ..test_config(dir)
         };
-        let namespace = format!("crawl-test-{}", ulid::Ulid::generate()).to_lowercase();
-        let (context, queue, crawls, redis, db) = match backend {
-            Backend::Embedded => {
-                let queue = Queue::open(
-                    &dir.join("queue.sqlite"),
-                    &namespace,
-                    config.queue_settings(),
-                )
-                .await
-                .expect("queue opens");
-                let context = context_in(dir, config).await;
-                let crawls = trawl::crawl::Crawls::new(&politeness);
-                (context, queue, crawls, None, None)
-            }
+        let (redis, db) = match backend {
+            Backend::Embedded => (None, None),
             Backend::Distributed => {
                 let redis = RedisServer::start("noeviction");
                 let db = TestDb::postgres().await;
-                let queue = Queue::connect_redis(&redis.url(), &namespace, config.queue_settings())
-                    .await
-                    .expect("queue connects");
-                let context = crate::context_with(db.open().await, config);
-                let gate = trawl::crawl::SharedGate::connect(&redis.url(), &namespace, &politeness)
-                    .await
-                    .expect("gate connects");
-                let crawls = trawl::crawl::Crawls::new(&politeness).with_shared_gate(gate);
-                (context, queue, crawls, Some(redis), Some(db))
+                config.redis_url = Some(Secret::new(redis.url()));
+                config.database_url = Some(Secret::new(db.url.clone()));
+                (Some(redis), Some(db))
             }
         };
-        let mut context = (*context).clone();
-        context.queue = Some(queue.clone());
-        context.crawls = Arc::new(crawls);
-        let context = Arc::new(context);
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let pool_context = context.clone();
-        let pool_queue = queue.clone();
-        let pool = tokio::spawn(async move {
-            runner::run_pool(pool_context, &pool_queue, async move {
-                let _ = stopped.await;
-            })
-            .await
-        });
+        let mut app = spawn_app(&config).await;
+        app.start_pools();
+        let context = app.deps().clone();
         Crawler {
+            queue: context.queue.clone(),
             context,
-            queue,
-            stop: Some(stop),
-            pool: Some(pool),
+            app: Some(app),
             _redis: redis,
             _db: db,
         }
@@ -171,11 +149,8 @@ impl Crawler {
     }
 
     async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(pool) = self.pool.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(30), pool).await;
+        if let Some(mut app) = self.app.take() {
+            app.stop_pools(Duration::from_secs(30)).await;
         }
     }
 }

@@ -16,17 +16,47 @@ mod store;
 use std::path::Path;
 use std::sync::Arc;
 
-use trawl::runner::{self, Context};
+use trawl::app::{App, Deps, Needs};
+use trawl::config::Config;
+use trawl::runner;
 use trawl::store::Store;
-use trawl_workers::{fetch, web};
 
-/// A store and runner context in a temporary directory, allowed to reach the loopback
-/// fixture server (tests opt in to loopback explicitly; `cli::` proves the default refuses it).
-pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Context> {
-    let store = Store::open(&dir.join("trawl.sqlite"))
+/// The configuration of a test application in `dir`: the embedded store and queue there,
+/// short HTTP time limits, and loopback allowed (tests opt in to reach the fixture server;
+/// `cli::` proves the default refuses it).
+pub fn test_config(dir: &Path) -> Config {
+    let mut config = Config {
+        data_dir: dir.to_owned(),
+        ..Config::default()
+    };
+    config.ssrf.allow_private_network = true;
+    config.http.timeout_secs = 5;
+    config.http.read_timeout_secs = 2;
+    config
+}
+
+/// The application, built as the CLI builds it (zero2prod's `spawn_app`): nothing runs until
+/// the test starts pools or servers on it.
+pub async fn spawn_app(config: &Config) -> App {
+    App::build(config, Needs::default())
         .await
-        .expect("store opens");
-    context_with(store, runner_config)
+        .expect("the application builds")
+}
+
+/// A shutdown already asked for: a part given it stops once it has nothing left to do.
+pub fn stopped() -> trawl::app::Shutdown {
+    let shutdown = trawl::app::Shutdown::new();
+    shutdown.trigger();
+    shutdown
+}
+
+/// The shared parts of a test application in `dir` with these runner settings.
+pub async fn context_in(dir: &Path, runner_config: runner::Config) -> Arc<Deps> {
+    let config = Config {
+        runner: runner_config,
+        ..test_config(dir)
+    };
+    spawn_app(&config).await.deps().clone()
 }
 
 /// The URLs of the pages a crawl stored (each page once), in the order the store exports them.
@@ -47,30 +77,8 @@ pub async fn crawl_page_urls(store: &Store, crawl_id: &str) -> Vec<String> {
     urls
 }
 
-/// [`context_in`] over a given store.
-pub fn context_with(store: Store, runner_config: runner::Config) -> Arc<Context> {
-    let policy = web::Policy {
-        allow_private_network: true,
-        ..web::Policy::default()
-    };
-    let http = web::Config {
-        timeout_secs: 5,
-        read_timeout_secs: 2,
-        ..web::Config::default()
-    };
-    let client = web::Client::new(http, policy).expect("client builds");
-    let fetch = fetch::Deps {
-        client,
-        config: fetch::Config::default(),
-    };
-    Arc::new(Context::new(store, fetch, runner_config))
-}
-
 /// Records a fetch job in the batch "test" and returns its envelope (not yet queued).
-pub async fn enqueue(
-    context: &Context,
-    job: trawl_workers::job::FetchJob,
-) -> trawl::queue::Envelope {
+pub async fn enqueue(context: &Deps, job: trawl_workers::job::FetchJob) -> trawl::queue::Envelope {
     let id = ulid::Ulid::generate().to_string();
     let job = trawl_workers::job::Job::Fetch(job);
     let new_job = trawl::store::NewJob {

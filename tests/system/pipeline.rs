@@ -2,14 +2,15 @@
 //! cache, retried, failed, dead, and delivered twice without doubling. The whole pool through
 //! a queue is in `queue::` (on SQLite and Redis).
 
-use trawl::runner::{self, Context};
+use trawl::app::Deps;
+use trawl::runner;
 use trawl::store::{Attempt, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, FetchResult};
 use trawl_workers::testing::FixtureServer;
 
 use crate::{context_in, enqueue};
 
-async fn result_of(context: &Context, id: &str) -> FetchResult {
+async fn result_of(context: &Deps, id: &str) -> FetchResult {
     let job = context.store.job(id).await.expect("reads").expect("exists");
     assert_eq!(job.status, Status::Succeeded, "{job:?}");
     serde_json::from_value(job.result.expect("result")).expect("a closed fetch result")

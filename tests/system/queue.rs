@@ -6,17 +6,18 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
-use trawl::queue::{Envelope, Error, Queue, Settings};
-use trawl::runner::{self, Context};
+use trawl::app::{App, Deps};
+use trawl::config::{Config, Secret};
+use trawl::queue::{Envelope, Error, Queue};
+use trawl::runner;
 use trawl::store::Status;
 use trawl_workers::job::{FetchJob, Job};
 use trawl_workers::testing::FixtureServer;
 
-use crate::{context_in, enqueue};
+use crate::{enqueue, spawn_app, test_config};
 
 /// A `redis-server` child on a free loopback port, killed when dropped.
 pub(crate) struct RedisServer {
@@ -128,28 +129,36 @@ enum Engine {
     Redis,
 }
 
-/// A queue on `engine` under a random namespace, and the Redis server it needs.
-async fn open_queue(
+/// A test application whose queue is on `engine`, under a random namespace, and the Redis
+/// server it needs (the store is SQLite in `dir` either way).
+async fn open_app(
     engine: Engine,
     dir: &Path,
-    settings: Settings,
-) -> (Queue, Option<RedisServer>) {
+    runner: runner::Config,
+) -> (App, Option<RedisServer>) {
     let namespace = format!("test-{}", ulid::Ulid::generate().to_string().to_lowercase());
-    match engine {
-        Engine::Sqlite => {
-            let queue = Queue::open(&dir.join("queue.sqlite"), &namespace, settings)
-                .await
-                .expect("queue opens");
-            (queue, None)
-        }
-        Engine::Redis => {
-            let server = RedisServer::start("noeviction");
-            let queue = Queue::connect_redis(&server.url(), &namespace, settings)
-                .await
-                .expect("queue connects");
-            (queue, Some(server))
-        }
-    }
+    let redis = match engine {
+        Engine::Sqlite => None,
+        Engine::Redis => Some(RedisServer::start("noeviction")),
+    };
+    app_on_redis(redis, dir, &namespace, runner).await
+}
+
+/// A test application with its queue on `redis` (when given) under `namespace`, else on
+/// SQLite in `dir`.
+async fn app_on_redis(
+    redis: Option<RedisServer>,
+    dir: &Path,
+    namespace: &str,
+    runner: runner::Config,
+) -> (App, Option<RedisServer>) {
+    let config = Config {
+        namespace: namespace.to_owned(),
+        runner,
+        redis_url: redis.as_ref().map(|server| Secret::new(server.url())),
+        ..test_config(dir)
+    };
+    (spawn_app(&config).await, redis)
 }
 
 fn pool_config() -> runner::Config {
@@ -163,38 +172,29 @@ fn pool_config() -> runner::Config {
     }
 }
 
-/// A running pool and its stop signal.
+/// An application running its pools.
 struct Pool {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), String>>,
+    app: App,
 }
 
 impl Pool {
-    fn start(context: &Arc<Context>, queue: &Queue) -> Pool {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let context = context.clone();
-        let queue = queue.clone();
-        let task = tokio::spawn(async move {
-            runner::run_pool(context, &queue, async move {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        Pool { stop, task }
+    fn start(mut app: App) -> Pool {
+        app.start_pools();
+        Pool { app }
     }
 
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("pool stops in time")
-            .expect("pool task")
-            .expect("pool stops cleanly");
+    async fn stop(mut self) {
+        let teardown = self.app.stop_pools(Duration::from_secs(30)).await;
+        assert!(
+            teardown.problems.is_empty(),
+            "the pool stops cleanly and in time: {:?}",
+            teardown.problems
+        );
     }
 }
 
 /// Waits until `n` jobs of the test batch succeeded (and nothing else is recorded).
-async fn wait_for_succeeded(context: &Context, n: u64, within: Duration) {
+async fn wait_for_succeeded(context: &Deps, n: u64, within: Duration) {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let counts = context
@@ -213,7 +213,7 @@ async fn wait_for_succeeded(context: &Context, n: u64, within: Duration) {
     }
 }
 
-async fn succeeded(context: &Context) -> u64 {
+async fn succeeded(context: &Deps) -> u64 {
     context
         .store
         .count_by_status(Some("test"))
@@ -228,15 +228,16 @@ async fn the_pool_drains_the_queue(engine: Engine) {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let config = pool_config();
-    let context = context_in(dir.path(), config.clone()).await;
-    let (queue, _redis) = open_queue(engine, dir.path(), config.queue_settings()).await;
+    let (app, _redis) = open_app(engine, dir.path(), config).await;
+    let context = app.deps().clone();
+    let queue = context.queue.clone();
     let mut envelopes = Vec::new();
     for n in 0..40 {
         envelopes.push(enqueue(&context, FetchJob::new(server.url(&format!("/site/{n}")))).await);
     }
     queue.push(envelopes).await.expect("pushed");
 
-    let pool = Pool::start(&context, &queue);
+    let pool = Pool::start(app);
     wait_for_succeeded(&context, 40, Duration::from_secs(60)).await;
     pool.stop().await;
     let requests = server.requests();
@@ -255,8 +256,9 @@ async fn a_job_queued_twice_records_one_result(engine: Engine) {
     let server = FixtureServer::start().await.expect("fixture");
     let dir = tempfile::tempdir().expect("tempdir");
     let config = pool_config();
-    let context = context_in(dir.path(), config.clone()).await;
-    let (queue, _redis) = open_queue(engine, dir.path(), config.queue_settings()).await;
+    let (app, _redis) = open_app(engine, dir.path(), config).await;
+    let context = app.deps().clone();
+    let queue = context.queue.clone();
     let envelope = enqueue(
         &context,
         FetchJob {
@@ -271,7 +273,7 @@ async fn a_job_queued_twice_records_one_result(engine: Engine) {
         .push(vec![envelope.clone(), envelope.clone(), envelope.clone()])
         .await
         .expect("pushed");
-    let pool = Pool::start(&context, &queue);
+    let pool = Pool::start(app);
     wait_for_succeeded(&context, 1, Duration::from_secs(60)).await;
     // Let every delivery run before looking at the record.
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -325,9 +327,9 @@ async fn redis_that_may_evict_keys_is_refused() {
 }
 
 /// apalis-redis moves every due task in one Lua `unpack`, which fails from about 8,000 on and
-/// wedges the queue (stack notes, pitfall 1): the queue moves them 1,000 at a time. The tasks
-/// here have no job record, so each delivery ends at once; the queue must end empty, its
-/// ended tasks' data deleted (pitfall 9).
+/// wedges the queue: the queue moves them 1,000 at a time. The tasks here have no job record,
+/// so each delivery ends at once; the queue must end empty, its ended tasks' data deleted
+/// (apalis-redis sets no expiry on them).
 #[tokio::test]
 async fn more_than_8000_due_tasks_drain_on_redis_and_leave_no_data() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -335,12 +337,17 @@ async fn more_than_8000_due_tasks_drain_on_redis_and_leave_no_data() {
         concurrency: 32,
         ..pool_config()
     };
-    let context = context_in(dir.path(), config.clone()).await;
-    let server = RedisServer::start("noeviction");
     let namespace = "many";
-    let queue = Queue::connect_redis(&server.url(), namespace, config.queue_settings())
-        .await
-        .expect("queue connects");
+    let (app, server) = app_on_redis(
+        Some(RedisServer::start("noeviction")),
+        dir.path(),
+        namespace,
+        config,
+    )
+    .await;
+    let server = server.expect("the server");
+    let context = app.deps().clone();
+    let queue = context.queue.clone();
     let envelopes: Vec<Envelope> = (0..8_500)
         .map(|n| {
             Envelope::new(
@@ -362,7 +369,7 @@ async fn more_than_8000_due_tasks_drain_on_redis_and_leave_no_data() {
         .expect("zcard");
     assert_eq!(scheduled, 8_500, "every push lands in the scheduled set");
 
-    let pool = Pool::start(&context, &queue);
+    let pool = Pool::start(app);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
     loop {
         let scheduled: u64 = connection
@@ -411,17 +418,22 @@ async fn redis_restarted_mid_run_every_job_completes() {
         concurrency: 2,
         ..pool_config()
     };
-    let context = context_in(dir.path(), config.clone()).await;
-    let mut server = RedisServer::start_durable(redis_dir.path());
-    let queue = Queue::connect_redis(&server.url(), "restart", config.queue_settings())
-        .await
-        .expect("queue connects");
+    let (app, server) = app_on_redis(
+        Some(RedisServer::start_durable(redis_dir.path())),
+        dir.path(),
+        "restart",
+        config,
+    )
+    .await;
+    let mut server = server.expect("the server");
+    let context = app.deps().clone();
+    let queue = context.queue.clone();
     let mut first = Vec::new();
     for n in 0..100 {
         first.push(enqueue(&context, FetchJob::new(site.url(&format!("/site/{n}")))).await);
     }
     queue.push(first).await.expect("pushed");
-    let pool = Pool::start(&context, &queue);
+    let pool = Pool::start(app);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while succeeded(&context).await < 10 {
         assert!(tokio::time::Instant::now() < deadline, "pool did not start");

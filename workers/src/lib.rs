@@ -18,6 +18,7 @@
 //! chunks (archive, later).
 
 pub mod archive;
+pub mod backoff;
 pub mod browse;
 pub mod crawl;
 pub mod fetch;

@@ -1,0 +1,182 @@
+//! The parts every job, crawl and API call shares, assembled once by [`crate::app::App`]:
+//! the store, the queue, the guarded HTTP client, the page cache, metrics, the crawls'
+//! shared policy, webhooks, the browser pool and the runner's settings. [`Deps`] is immutable
+//! once built: nothing is filled in later, so what a test builds is what a command runs.
+//!
+//! Not here: opening these parts from the configuration and closing them (`app`), nor what
+//! is done with them (`runner`, `crawl`, `api`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use trawl_workers::fetch;
+
+use crate::cache::PageCache;
+use crate::crawl_policy::Crawls;
+use crate::metrics::Metrics;
+use crate::queue::Queue;
+use crate::store::Store;
+use crate::webhooks::Webhooks;
+
+/// What the pools and the API share.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// Where results go.
+    pub store: Store,
+    /// Where jobs wait, follow-up jobs of crawls included.
+    pub queue: Queue,
+    /// The fetch pool's dependencies (the guarded client and the fetch options' bounds).
+    pub fetch: fetch::Deps,
+    /// Retry and pool settings.
+    pub config: RunnerConfig,
+    /// Fresh pages, in memory and in the store.
+    pub cache: PageCache,
+    /// Counters and histograms.
+    pub metrics: Metrics,
+    /// The id of every job that ends in this process (the API waits on these).
+    pub ended: broadcast::Sender<String>,
+    /// Where job and batch events are POSTed, when configured.
+    pub webhooks: Option<Webhooks>,
+    /// What the crawls of this process share: politeness gate, robots.txt, plans.
+    pub crawls: Arc<Crawls>,
+    /// The browser pool (render and browse jobs); without it such jobs fail with
+    /// `browser_failed`.
+    pub browser: Option<trawl_workers::browse::Pool>,
+}
+
+/// The parts [`Deps::new`] takes; the page cache, metrics and the ended-job channel are made
+/// fresh from them.
+#[derive(Debug)]
+pub struct Parts {
+    /// The store.
+    pub store: Store,
+    /// The queue.
+    pub queue: Queue,
+    /// The fetch pool's dependencies.
+    pub fetch: fetch::Deps,
+    /// Retry and pool settings.
+    pub config: RunnerConfig,
+    /// Webhooks, when configured.
+    pub webhooks: Option<Webhooks>,
+    /// The crawls' shared policy.
+    pub crawls: Crawls,
+    /// The browser pool, when this process runs browser work.
+    pub browser: Option<trawl_workers::browse::Pool>,
+}
+
+impl Deps {
+    /// The shared parts, with a fresh page cache, metrics and ended-job channel.
+    pub fn new(parts: Parts) -> Deps {
+        let (ended, _) = broadcast::channel(1_024);
+        Deps {
+            cache: PageCache::new(parts.store.clone()),
+            store: parts.store,
+            queue: parts.queue,
+            fetch: parts.fetch,
+            config: parts.config,
+            metrics: Metrics::new(),
+            ended,
+            webhooks: parts.webhooks,
+            crawls: Arc::new(parts.crawls),
+            browser: parts.browser,
+        }
+    }
+}
+
+/// How the pools run. Every field is a `trawl.toml` key under `[runner]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunnerConfig {
+    /// Fetch jobs run at once in this process.
+    pub concurrency: usize,
+    /// Attempts per job before it is `dead` (transient errors and lost workers count).
+    pub max_attempts: u32,
+    /// First retry delay in milliseconds; doubles per attempt.
+    pub retry_base_ms: u64,
+    /// Longest retry delay in milliseconds (also caps a server's Retry-After).
+    pub retry_max_ms: u64,
+    /// How often an idle pool looks for new jobs, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// Seconds between worker heartbeats.
+    pub heartbeat_secs: u64,
+    /// Missed heartbeats before a silent worker's jobs are handed to another.
+    pub missed_heartbeats: usize,
+    /// Longest one attempt's work may take (fetching, rendering, extracting, a browse job's
+    /// script), in seconds; beyond, the attempt fails with `timeout` (retried). A crawl's
+    /// wait for its host's turn does not count.
+    pub job_timeout_secs: u64,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            concurrency: 32,
+            max_attempts: 3,
+            retry_base_ms: 500,
+            retry_max_ms: 30_000,
+            poll_interval_ms: 100,
+            heartbeat_secs: 5,
+            missed_heartbeats: 3,
+            job_timeout_secs: 600,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.concurrency == 0 || self.concurrency > 4_096 {
+            return Err(format!(
+                "runner.concurrency = {} is outside 1..=4096",
+                self.concurrency
+            ));
+        }
+        if self.max_attempts == 0 || self.max_attempts > 100 {
+            return Err(format!(
+                "runner.max_attempts = {} is outside 1..=100",
+                self.max_attempts
+            ));
+        }
+        if self.job_timeout_secs == 0 || self.job_timeout_secs > 86_400 {
+            return Err(format!(
+                "runner.job_timeout_secs = {} is outside 1..=86400",
+                self.job_timeout_secs
+            ));
+        }
+        if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
+            return Err(
+                "runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The queue settings that go with these pool settings.
+    pub fn queue_settings(&self) -> crate::queue::Settings {
+        crate::queue::Settings {
+            // An apalis worker buffers the tasks it fetched and cannot start yet, and sends
+            // no heartbeat for them meanwhile: keep the batch within the concurrency, so no
+            // fetched task waits long enough to look orphaned.
+            batch_size: self.concurrency.min(16),
+            heartbeat: Duration::from_secs(self.heartbeat_secs),
+            missed_heartbeats: self.missed_heartbeats,
+        }
+    }
+
+    pub(crate) fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let max = Duration::from_millis(self.retry_max_ms);
+        if let Some(retry_after) = retry_after {
+            return retry_after.min(max);
+        }
+        let delay =
+            trawl_workers::backoff::Backoff::new(Duration::from_millis(self.retry_base_ms), max)
+                .before_retry(attempt);
+        // Up to 25 % jitter, so retries of one failing host spread out.
+        let jitter =
+            delay.mul_f64(0.25 * (ulid::Ulid::generate().random() % 1_000) as f64 / 1_000.0);
+        (delay + jitter).min(max)
+    }
+}
