@@ -264,7 +264,13 @@ macro_rules! crawl_queries {
                 keys.sort_unstable();
                 keys.dedup();
                 let mut tx = self.write_transaction().await?;
-                let new = Self::add_crawl_keys(&mut tx, crawl_id, &keys).await?;
+                let mut new = HashSet::new();
+                for chunk in keys.chunks(Self::CRAWL_KEYS_PER_INSERT) {
+                    let mut insert = Self::add_crawl_keys(crawl_id, chunk);
+                    for row in insert.build().fetch_all(&mut *tx).await? {
+                        new.insert(row.text("url_key")?);
+                    }
+                }
                 let (mut followed, wanted) = Followed::tally(found, new, counted);
                 let granted = if wanted.is_empty() {
                     0

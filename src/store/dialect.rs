@@ -4,13 +4,12 @@
 //! each of those files implements them on both engines' stores. Each engine implements
 //! [`Dialect`] in its own file.
 //!
-//! Not here: the statements themselves (the capability files), and the few operations that
-//! only one engine's store has a use for (each engine's file).
+//! Not here: the shared statements themselves (the capability files), and the operations each
+//! engine writes its own way throughout (marking pages archived, listing queued jobs,
+//! cancelling a crawl: each engine's file).
 
-use std::collections::HashSet;
-
+use super::Error;
 use super::writer::PendingPage;
-use super::{Error, Status};
 
 /// The sqlx database of an engine's store.
 pub(super) type Db<S> = <S as Dialect>::Db;
@@ -51,18 +50,15 @@ pub(super) trait Dialect {
     /// commit.
     async fn number_ended(tx: &mut Tx<Self>, ids: &[&str]) -> Result<(), Error>;
 
-    /// Ends the jobs of `pages` as succeeded, first end wins, a cancel request winning over
-    /// the result (see `Batches::commit_group`). Returns, per page, the status its job ended
-    /// with, or `None` when it had already ended.
-    async fn end_pages(
-        tx: &mut Tx<Self>,
-        pages: &[PendingPage],
-    ) -> Result<Vec<Option<Status>>, Error>;
+    /// The statement that ends the jobs of `pages` as succeeded, first end wins, a cancel
+    /// request winning over the result (see `Batches::commit_group`), returning the `id` and
+    /// `status` of each job it ended.
+    fn end_pages(pages: &[PendingPage]) -> sqlx::QueryBuilder<Self::Db>;
 
-    /// Adds `keys` (sorted, distinct) to a crawl's seen set; returns those that were new.
-    async fn add_crawl_keys(
-        tx: &mut Tx<Self>,
-        crawl_id: &str,
-        keys: &[&str],
-    ) -> Result<HashSet<String>, Error>;
+    /// Crawl URL keys added by one [`Dialect::add_crawl_keys`] statement at most.
+    const CRAWL_KEYS_PER_INSERT: usize;
+
+    /// The statement that adds `keys` to a crawl's seen set, returning the `url_key` of each
+    /// key that was new to it.
+    fn add_crawl_keys(crawl_id: &str, keys: &[&str]) -> sqlx::QueryBuilder<Self::Db>;
 }

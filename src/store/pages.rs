@@ -10,7 +10,7 @@ use sqlx::Row as _;
 use super::blob::Blob;
 use super::dialect::{Db, Dialect};
 use super::rows::{self, Columns as _, PAGE_COLUMNS};
-use super::writer::{PendingPage, ended_ids};
+use super::writer::{PendingPage, ended_ids, ended_per_page};
 use super::{ArchivePage, Error, PageRecord, Status, WarcRef};
 
 /// The columns of `pages` that [`rows::archive_page`] reads.
@@ -43,7 +43,8 @@ macro_rules! page_queries {
                 pages: &[PendingPage],
             ) -> Result<Vec<Option<Status>>, Error> {
                 let mut tx = self.write_transaction().await?;
-                let ended = Self::end_pages(&mut tx, pages).await?;
+                let found = Self::end_pages(pages).build().fetch_all(&mut *tx).await?;
+                let ended = ended_per_page(pages, &found)?;
                 let stored: Vec<&PendingPage> = pages
                     .iter()
                     .zip(&ended)

@@ -17,25 +17,21 @@
 //! Not here: the queries both engines share (`jobs`, `pages`, `crawls`, `sessions`), and
 //! the interface (`Store`).
 
-use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres};
 
+use super::Error;
 use super::dialect::{Dialect, Tx};
 use super::pages::{END_PAGES, END_PAGES_WHERE};
 use super::rows::now_rfc3339;
-use super::writer::{PendingPage, ended_per_page};
-use super::{Error, Status};
+use super::writer::PendingPage;
 
 /// The advisory lock that orders `done_seq` by commit (any constant; advisory locks are per
 /// database, so stores in other databases do not share it).
 const DONE_SEQ_LOCK: i64 = 0x7472_6177_6c64_6f6e;
-
-/// Crawl URL keys inserted by one statement at most.
-const CRAWL_URLS_PER_INSERT: usize = 1_000;
 
 /// The PostgreSQL engine, cheap to clone (a connection pool).
 #[derive(Debug, Clone)]
@@ -165,11 +161,8 @@ impl Dialect for PgStore {
         Ok(())
     }
 
-    async fn end_pages(
-        tx: &mut Tx<Self>,
-        pages: &[PendingPage],
-    ) -> Result<Vec<Option<Status>>, Error> {
-        let mut end_jobs = sqlx::QueryBuilder::<Postgres>::new(END_PAGES);
+    fn end_pages(pages: &[PendingPage]) -> sqlx::QueryBuilder<Postgres> {
+        let mut end_jobs = sqlx::QueryBuilder::new(END_PAGES);
         end_jobs.push_bind(now_rfc3339());
         end_jobs.push(" FROM (");
         // VALUES has no column types of its own: the casts give them.
@@ -183,28 +176,18 @@ impl Dialect for PgStore {
         });
         end_jobs.push(") AS v(id, result, attempt)");
         end_jobs.push(END_PAGES_WHERE);
-        let found = end_jobs.build().fetch_all(&mut **tx).await?;
-        ended_per_page(pages, &found)
+        end_jobs
     }
 
-    async fn add_crawl_keys(
-        tx: &mut Tx<Self>,
-        crawl_id: &str,
-        keys: &[&str],
-    ) -> Result<HashSet<String>, Error> {
-        let mut new = HashSet::new();
-        for chunk in keys.chunks(CRAWL_URLS_PER_INSERT) {
-            let added: Vec<String> = sqlx::query_scalar(
-                "INSERT INTO crawl_urls (crawl_id, url_key)
-                 SELECT $1, url_key FROM unnest($2::text[]) AS keys(url_key)
-                 ON CONFLICT DO NOTHING RETURNING url_key",
-            )
-            .bind(crawl_id)
-            .bind(chunk)
-            .fetch_all(&mut **tx)
-            .await?;
-            new.extend(added);
-        }
-        Ok(new)
+    const CRAWL_KEYS_PER_INSERT: usize = 1_000;
+
+    fn add_crawl_keys(crawl_id: &str, keys: &[&str]) -> sqlx::QueryBuilder<Postgres> {
+        let mut insert =
+            sqlx::QueryBuilder::new("INSERT INTO crawl_urls (crawl_id, url_key) SELECT ");
+        insert.push_bind(crawl_id);
+        insert.push(", url_key FROM unnest(");
+        insert.push_bind(keys);
+        insert.push("::text[]) AS keys(url_key) ON CONFLICT DO NOTHING RETURNING url_key");
+        insert
     }
 }

@@ -9,7 +9,6 @@
 //! Not here: the queries both engines share (`jobs`, `pages`, `crawls`, `sessions`), and
 //! the interface (`Store`).
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,11 +16,11 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, Sqlite, SqlitePool};
 
+use super::Error;
 use super::dialect::{Dialect, Tx};
 use super::pages::{END_PAGES, END_PAGES_WHERE};
 use super::rows::now_rfc3339;
-use super::writer::{PendingPage, ended_per_page};
-use super::{Error, Status};
+use super::writer::PendingPage;
 
 /// Values bound by one statement at most where their number grows with the input (well
 /// within SQLite's limit on bound values).
@@ -164,12 +163,8 @@ impl Dialect for SqliteStore {
         Ok(())
     }
 
-    async fn end_pages(
-        tx: &mut Tx<Self>,
-        pages: &[PendingPage],
-    ) -> Result<Vec<Option<Status>>, Error> {
-        let mut end_jobs =
-            sqlx::QueryBuilder::<Sqlite>::new("WITH v(id, result, seq, attempt) AS (");
+    fn end_pages(pages: &[PendingPage]) -> sqlx::QueryBuilder<Sqlite> {
+        let mut end_jobs = sqlx::QueryBuilder::new("WITH v(id, result, seq, attempt) AS (");
         end_jobs.push_values(pages.iter().enumerate(), |mut row, (seq, page)| {
             row.push_bind(page.job_id.as_str())
                 .push_bind(page.result.as_str())
@@ -181,28 +176,18 @@ impl Dialect for SqliteStore {
         end_jobs.push_bind(now_rfc3339());
         end_jobs.push(", done_seq = (SELECT COALESCE(MAX(done_seq), 0) FROM jobs) + v.seq FROM v");
         end_jobs.push(END_PAGES_WHERE);
-        let found = end_jobs.build().fetch_all(&mut **tx).await?;
-        ended_per_page(pages, &found)
+        end_jobs
     }
 
-    async fn add_crawl_keys(
-        tx: &mut Tx<Self>,
-        crawl_id: &str,
-        keys: &[&str],
-    ) -> Result<HashSet<String>, Error> {
-        let mut new = HashSet::new();
-        for batch in keys.chunks(BINDS_PER_STATEMENT) {
-            let mut insert =
-                sqlx::QueryBuilder::<Sqlite>::new("INSERT INTO crawl_urls (crawl_id, url_key) ");
-            insert.push_values(batch, |mut row, key| {
-                row.push_bind(crawl_id).push_bind(*key);
-            });
-            insert.push(" ON CONFLICT DO NOTHING RETURNING url_key");
-            for row in insert.build().fetch_all(&mut **tx).await? {
-                new.insert(row.try_get::<String, _>(0)?);
-            }
-        }
-        Ok(new)
+    const CRAWL_KEYS_PER_INSERT: usize = BINDS_PER_STATEMENT;
+
+    fn add_crawl_keys(crawl_id: &str, keys: &[&str]) -> sqlx::QueryBuilder<Sqlite> {
+        let mut insert = sqlx::QueryBuilder::new("INSERT INTO crawl_urls (crawl_id, url_key) ");
+        insert.push_values(keys, |mut row, key| {
+            row.push_bind(crawl_id).push_bind(*key);
+        });
+        insert.push(" ON CONFLICT DO NOTHING RETURNING url_key");
+        insert
     }
 }
 
