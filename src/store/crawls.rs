@@ -117,7 +117,7 @@ pub struct Followed {
 
 impl Followed {
     /// The tally once the seen set answered (`new`): the counters of the new keys, and the
-    /// jobs wanted (new keys to queue), in the order found. Shared by both engines.
+    /// jobs wanted (new keys to queue), in the order found.
     fn tally<'a>(
         found: &[Found<'a>],
         new: HashSet<String>,
