@@ -1,86 +1,14 @@
 //! Rows into records, the same for every store engine: both keep the same columns, integers
 //! as 64-bit, JSON as text, so one decoder per record reads either.
 //!
-//! Also the few writes whose SQL is the same in both dialects, built with `QueryBuilder` (it
-//! writes each engine's placeholders).
-//!
-//! Not here: the other queries (each engine's file).
+//! Not here: the queries (`jobs`, `pages`, `crawls`, `sessions`, and each engine's file).
 
 use sqlx::Row;
 
 use super::{
-    ArchivePage, CrawlCounters, CrawlRecord, CrawlStatus, EndedJob, Error, JobRecord, NewJob,
-    PageRecord, Status,
+    ArchivePage, CrawlCounters, CrawlRecord, CrawlStatus, EndedJob, Error, JobRecord, PageRecord,
+    Status,
 };
-
-/// Jobs inserted by one statement at most (10 values each: within both engines' limits).
-pub(super) const JOBS_PER_INSERT: usize = 1_000;
-
-/// The statement that records `jobs` (at most [`JOBS_PER_INSERT`]) as queued at `now`.
-pub(super) fn insert_jobs<'a, DB>(
-    jobs: impl IntoIterator<Item = &'a NewJob>,
-    now: &str,
-) -> sqlx::QueryBuilder<DB>
-where
-    DB: sqlx::Database,
-    <DB as sqlx::Database>::Arguments: Default,
-    for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> Option<String>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-{
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
-             webhook, crawl_id) ",
-    );
-    insert.push_values(jobs, |mut row, job| {
-        row.push_bind(job.id.clone())
-            .push_bind(job.kind.to_owned())
-            .push_bind(job.batch_id.clone())
-            .push_bind(job.url.clone())
-            .push_bind(job.params.to_string())
-            .push_bind("queued".to_owned())
-            .push_bind(i64::from(job.max_attempts))
-            .push_bind(now.to_owned())
-            .push_bind(job.webhook.clone())
-            .push_bind(job.crawl_id.clone());
-    });
-    insert
-}
-
-/// The statement that adds `delta` to a crawl's counters.
-pub(super) fn add_crawl_counters<DB>(
-    crawl_id: &str,
-    delta: &CrawlCounters,
-) -> sqlx::QueryBuilder<DB>
-where
-    DB: sqlx::Database,
-    <DB as sqlx::Database>::Arguments: Default,
-    for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-{
-    let columns = [
-        ("discovered", delta.discovered),
-        ("queued", delta.queued),
-        ("fetched", delta.fetched),
-        ("failed", delta.failed),
-        ("skipped_scope", delta.skipped_scope),
-        ("skipped_robots", delta.skipped_robots),
-        ("skipped_depth", delta.skipped_depth),
-        ("skipped_limit", delta.skipped_limit),
-        ("skipped_duplicate", delta.skipped_duplicate),
-    ];
-    let mut update = sqlx::QueryBuilder::new("UPDATE crawls SET ");
-    for (n, (column, value)) in columns.into_iter().enumerate() {
-        if n > 0 {
-            update.push(", ");
-        }
-        update.push(format_args!("{column} = {column} + "));
-        update.push_bind(value as i64);
-    }
-    update.push(" WHERE id = ");
-    update.push_bind(crawl_id.to_owned());
-    update
-}
 
 /// The columns of a row, by name, as the few types the store uses.
 pub(super) trait Columns {

@@ -6,22 +6,7 @@
 
 use super::blob::Blob;
 use super::rows::{Columns, now_rfc3339};
-use super::{Error, SessionHost, SessionRecord, SessionStepRecord};
-
-/// A step to record.
-#[derive(Debug, Clone)]
-pub struct NewSessionStep<'a> {
-    /// The session.
-    pub session_id: &'a str,
-    /// Its number in the session (1, 2, …).
-    pub seq: u64,
-    /// The action's JSON form.
-    pub action: &'a serde_json::Value,
-    /// The outcome's JSON form, without its image.
-    pub outcome: &'a serde_json::Value,
-    /// The step's screenshot and its media type.
-    pub image: Option<(&'a [u8], &'a str)>,
-}
+use super::{Error, NewSessionStep, SessionHost, SessionRecord, SessionStepRecord};
 
 fn session(row: &impl Columns) -> Result<SessionRecord, Error> {
     Ok(SessionRecord {

@@ -3,7 +3,7 @@
 //! free and hands the batch to the engine, which writes it with multi-row statements in one
 //! transaction ([`Batches`]).
 //!
-//! Not here: the statements (each engine's file).
+//! Not here: the statements (`pages`, `jobs` and each engine's `Dialect`).
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,0 +1,311 @@
+//! Jobs and batches, for both engines from one source (see `dialect`): submitting, starting
+//! attempts, cancelling, ending (first end wins), and reading jobs back and counting them.
+//!
+//! Not here: storing a fetched page with its job's end (`pages`), a crawl's jobs (`crawls`),
+//! and deciding what to retry (`runner`).
+
+use std::collections::HashMap;
+
+use trawl_workers::job::JobError;
+
+use super::dialect::{Db, Dialect, Tx};
+use super::rows::{self, Columns as _, JOB_COLUMNS, now_rfc3339, to_json};
+use super::writer::{Batches, PendingPage};
+use super::{BatchSummary, Cancel, EndedJob, Error, JobRecord, NewBatch, NewJob, Outcome, Status};
+
+/// Jobs inserted by one statement at most (10 values each: within both engines' limits).
+pub(super) const JOBS_PER_INSERT: usize = 1_000;
+
+/// The statement that records `jobs` (at most [`JOBS_PER_INSERT`]) as queued at `now`.
+pub(super) fn insert_jobs<'a, DB>(
+    jobs: impl IntoIterator<Item = &'a NewJob>,
+    now: &str,
+) -> sqlx::QueryBuilder<DB>
+where
+    DB: sqlx::Database,
+    <DB as sqlx::Database>::Arguments: Default,
+    for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<String>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+{
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
+             webhook, crawl_id) ",
+    );
+    insert.push_values(jobs, |mut row, job| {
+        row.push_bind(job.id.clone())
+            .push_bind(job.kind.to_owned())
+            .push_bind(job.batch_id.clone())
+            .push_bind(job.url.clone())
+            .push_bind(job.params.to_string())
+            .push_bind("queued".to_owned())
+            .push_bind(i64::from(job.max_attempts))
+            .push_bind(now.to_owned())
+            .push_bind(job.webhook.clone())
+            .push_bind(job.crawl_id.clone());
+    });
+    insert
+}
+
+macro_rules! job_queries {
+    ($store:ty) => {
+        impl $store {
+            pub(super) async fn ping(&self) -> Result<(), Error> {
+                sqlx::query("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+
+            pub(super) async fn close(&self) {
+                self.pool.close().await;
+            }
+
+            pub(super) async fn submit(
+                &self,
+                batch: Option<&NewBatch>,
+                jobs: &[NewJob],
+            ) -> Result<(), Error> {
+                let now = now_rfc3339();
+                let mut tx = self.write_transaction().await?;
+                if let Some(batch) = batch {
+                    sqlx::query(
+                        "INSERT INTO batches (id, webhook, total, created_at)
+                         VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(&batch.id)
+                    .bind(&batch.webhook)
+                    .bind(batch.total as i64)
+                    .bind(&now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                for chunk in jobs.chunks(JOBS_PER_INSERT) {
+                    insert_jobs::<Db<Self>>(chunk, &now)
+                        .build()
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            pub(super) async fn request_cancel(&self, id: &str) -> Result<Cancel, Error> {
+                let mut tx = self.write_transaction().await?;
+                let select = format!("SELECT status FROM jobs WHERE id = $1{}", Self::FOR_UPDATE);
+                let row = sqlx::query(sqlx::AssertSqlSafe(select))
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = row else {
+                    return Ok(Cancel::Unknown);
+                };
+                let status = rows::status(row.text("status")?)?;
+                if !status.is_terminal() {
+                    sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let outcome = match status {
+                    Status::Queued => {
+                        Self::finish_in(&mut tx, id, &Outcome::Cancelled, None).await?;
+                        Cancel::Cancelled
+                    }
+                    Status::Running => Cancel::Requested,
+                    ended => Cancel::AlreadyEnded(ended),
+                };
+                tx.commit().await?;
+                Ok(outcome)
+            }
+
+            pub(super) async fn claim_batch_completion(
+                &self,
+                batch_id: &str,
+            ) -> Result<Option<BatchSummary>, Error> {
+                // Two claimers on PostgreSQL: the second waits for the first one's row lock,
+                // then re-checks `completed_notified` on the updated row and matches nothing.
+                let claimed = sqlx::query(
+                    "UPDATE batches SET completed_notified = 1
+                     WHERE id = $1 AND completed_notified = 0
+                       AND NOT EXISTS (SELECT 1 FROM jobs
+                                       WHERE batch_id = $1 AND status IN ('queued', 'running'))
+                     RETURNING webhook",
+                )
+                .bind(batch_id)
+                .fetch_optional(&self.pool)
+                .await?;
+                let Some(row) = claimed else { return Ok(None) };
+                Ok(Some(BatchSummary {
+                    id: batch_id.to_owned(),
+                    webhook: row.opt_text("webhook")?,
+                    counts: self.count_by_status(Some(batch_id)).await?,
+                }))
+            }
+
+            pub(super) async fn record_retry(
+                &self,
+                id: &str,
+                error: &JobError,
+            ) -> Result<(), Error> {
+                sqlx::query(
+                    "UPDATE jobs SET error = $1, error_code = $2
+                     WHERE id = $3 AND status = 'running'",
+                )
+                .bind(to_json(error))
+                .bind(error.code.as_str())
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            pub(super) async fn finish(
+                &self,
+                id: &str,
+                outcome: &Outcome,
+                attempt: Option<u32>,
+            ) -> Result<Option<Status>, Error> {
+                let mut tx = self.write_transaction().await?;
+                let ended = Self::finish_in(&mut tx, id, outcome, attempt).await?;
+                tx.commit().await?;
+                Ok(ended)
+            }
+
+            /// Ends a job in `tx`, first end wins (see `Store::finish`), and numbers it.
+            async fn finish_in(
+                tx: &mut Tx<Self>,
+                id: &str,
+                outcome: &Outcome,
+                attempt: Option<u32>,
+            ) -> Result<Option<Status>, Error> {
+                let ending = outcome.ending();
+                // A cancel request wins over whatever the attempt produced. The casts give
+                // PostgreSQL the parameters' types where nothing else does.
+                let update = format!(
+                    "UPDATE jobs SET status = CASE WHEN cancel_requested = 1 THEN 'cancelled'
+                             ELSE CAST($1 AS TEXT) END,
+                         result = CASE WHEN cancel_requested = 1 THEN NULL
+                             ELSE CAST($2 AS TEXT) END,
+                         page_id = CASE WHEN cancel_requested = 1 THEN NULL
+                             ELSE CAST($3 AS TEXT) END,
+                         error = COALESCE(CAST($4 AS TEXT), error),
+                         error_code = COALESCE(CAST($5 AS TEXT), error_code),
+                         finished_at = $6{}
+                     WHERE id = $7 AND status IN ('queued', 'running')
+                       AND (CAST($8 AS BIGINT) IS NULL OR attempts = CAST($8 AS BIGINT))
+                     RETURNING status",
+                    Self::DONE_SEQ
+                );
+                let done = sqlx::query(sqlx::AssertSqlSafe(update))
+                    .bind(ending.status)
+                    .bind(ending.result)
+                    .bind(ending.page_id)
+                    .bind(ending.error)
+                    .bind(ending.error_code)
+                    .bind(now_rfc3339())
+                    .bind(id)
+                    .bind(attempt.map(i64::from))
+                    .fetch_optional(&mut **tx)
+                    .await?;
+                let Some(row) = done else { return Ok(None) };
+                let status = rows::status(row.text("status")?)?;
+                Self::count_crawl_ends(tx, &[id]).await?;
+                Self::number_ended(tx, &[id]).await?;
+                Ok(Some(status))
+            }
+
+            pub(super) async fn job(&self, id: &str) -> Result<Option<JobRecord>, Error> {
+                let select = format!("{JOB_COLUMNS} WHERE id = $1");
+                let row = sqlx::query(sqlx::AssertSqlSafe(select))
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|row| rows::job(&row)).transpose()
+            }
+
+            pub(super) async fn ended_since(
+                &self,
+                batch_id: &str,
+                after_seq: i64,
+                limit: u32,
+            ) -> Result<Vec<EndedJob>, Error> {
+                let found = sqlx::query(
+                    "SELECT id, url, status, done_seq, result, error FROM jobs
+                     WHERE batch_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
+                )
+                .bind(batch_id)
+                .bind(after_seq)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+                found.iter().map(rows::ended_job).collect()
+            }
+
+            pub(super) async fn count_by_status(
+                &self,
+                batch_id: Option<&str>,
+            ) -> Result<Vec<(Status, u64)>, Error> {
+                let select = format!(
+                    "SELECT status, COUNT(*) AS n FROM jobs
+                     WHERE CAST($1 AS TEXT) IS NULL OR batch_id = CAST($1 AS TEXT)
+                     GROUP BY status ORDER BY status{}",
+                    Self::BYTE_ORDER
+                );
+                let found = sqlx::query(sqlx::AssertSqlSafe(select))
+                    .bind(batch_id)
+                    .fetch_all(&self.pool)
+                    .await?;
+                found.iter().map(rows::status_count).collect()
+            }
+
+            pub(super) async fn count_errors(
+                &self,
+                batch_id: &str,
+            ) -> Result<Vec<(String, u64)>, Error> {
+                let found = sqlx::query(
+                    "SELECT error_code, COUNT(*) AS n FROM jobs
+                     WHERE batch_id = $1 AND status IN ('failed', 'dead')
+                     GROUP BY error_code ORDER BY COUNT(*) DESC",
+                )
+                .bind(batch_id)
+                .fetch_all(&self.pool)
+                .await?;
+                found.iter().map(rows::error_count).collect()
+            }
+        }
+
+        impl Batches for $store {
+            async fn start_group(
+                &self,
+                ids: &[&str],
+            ) -> Result<HashMap<String, (u32, u32)>, Error> {
+                let mut update = sqlx::QueryBuilder::<Db<Self>>::new(
+                    "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ",
+                );
+                update.push_bind(now_rfc3339());
+                update.push(" WHERE status IN ('queued', 'running') AND cancel_requested = 0");
+                update.push(" AND id");
+                Self::push_in(&mut update, ids);
+                update.push(" RETURNING id, attempts, max_attempts");
+                let found = update.build().fetch_all(&self.pool).await?;
+                found
+                    .iter()
+                    .map(|row| {
+                        let attempts = rows::small_count(row.int("attempts")?);
+                        let max_attempts = rows::small_count(row.int("max_attempts")?);
+                        Ok((row.text("id")?, (attempts, max_attempts)))
+                    })
+                    .collect()
+            }
+
+            async fn commit_group(
+                &self,
+                pages: &[PendingPage],
+            ) -> Result<Vec<Option<Status>>, Error> {
+                self.store_pages(pages).await
+            }
+        }
+    };
+}
+
+job_queries!(super::sqlite::SqliteStore);
+job_queries!(super::postgres::PgStore);

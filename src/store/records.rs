@@ -1,0 +1,399 @@
+//! The plain values the store accepts and returns: jobs, batches, pages, sessions and WARC
+//! references, and the statuses they carry. Re-exported from `store`, so each is named
+//! `crate::store::X`.
+//!
+//! Not here: the crawl records (`crawls`), the queries (each capability's file) and the
+//! decoding of rows into these values (`rows`).
+
+use serde::{Deserialize, Serialize};
+use trawl_workers::job::JobError;
+use utoipa::ToSchema;
+
+use super::rows;
+
+/// A job to record before it is queued.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    /// The job id (ULID).
+    pub id: String,
+    /// The job kind.
+    pub kind: &'static str,
+    /// The batch it belongs to.
+    pub batch_id: Option<String>,
+    /// The URL it is about.
+    pub url: String,
+    /// The job's JSON form, credentials redacted.
+    pub params: serde_json::Value,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// Where the job's events are POSTed.
+    pub webhook: Option<String>,
+    /// The crawl it belongs to.
+    pub crawl_id: Option<String>,
+}
+
+impl NewJob {
+    /// The record of `job` under `id`: kind, URL and JSON form taken from the job.
+    pub fn new(id: &str, job: &trawl_workers::job::Job, max_attempts: u32) -> NewJob {
+        NewJob {
+            id: id.to_owned(),
+            kind: job.kind(),
+            batch_id: None,
+            url: job.url().to_owned(),
+            params: job.redacted_json(),
+            max_attempts,
+            webhook: None,
+            crawl_id: None,
+        }
+    }
+}
+
+/// A batch of jobs submitted together.
+#[derive(Debug, Clone)]
+pub struct NewBatch {
+    /// The batch id (ULID).
+    pub id: String,
+    /// Where the batch's completion is announced.
+    pub webhook: Option<String>,
+    /// Jobs in the batch.
+    pub total: u64,
+}
+
+/// What a cancel request found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancel {
+    /// The job was queued and is now cancelled.
+    Cancelled,
+    /// The job is running; it stops at its next safe point.
+    Requested,
+    /// The job had already ended, with this status.
+    AlreadyEnded(Status),
+    /// No such job.
+    Unknown,
+}
+
+/// How a batch ended, counted when its completion is claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchSummary {
+    /// The batch id.
+    pub id: String,
+    /// Where to announce it.
+    pub webhook: Option<String>,
+    /// Jobs by final status.
+    pub counts: Vec<(Status, u64)>,
+}
+
+/// What `begin_attempt` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Go ahead: this is attempt `number` of `max`.
+    Run {
+        /// This attempt's number, from 1.
+        number: u32,
+        /// Attempts allowed.
+        max: u32,
+    },
+    /// The job already ended (a duplicate delivery): nothing to do.
+    AlreadyEnded,
+    /// The job had been asked to stop; it is now cancelled.
+    Cancelled,
+    /// No such job.
+    Unknown,
+}
+
+/// How a job stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Waiting in the queue.
+    Queued,
+    /// Taken by a worker (possibly between retries).
+    Running,
+    /// Ended with a result.
+    Succeeded,
+    /// Ended with a permanent error.
+    Failed,
+    /// Ended after its attempts ran out (transient errors or a worker lost every time).
+    Dead,
+    /// Cancelled before it ended.
+    Cancelled,
+}
+
+impl Status {
+    /// Returns the snake_case name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Queued => "queued",
+            Status::Running => "running",
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::Dead => "dead",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(text: &str) -> Option<Status> {
+        Some(match text {
+            "queued" => Status::Queued,
+            "running" => Status::Running,
+            "succeeded" => Status::Succeeded,
+            "failed" => Status::Failed,
+            "dead" => Status::Dead,
+            "cancelled" => Status::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// True once the job has ended and will not change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Status::Succeeded | Status::Failed | Status::Dead | Status::Cancelled
+        )
+    }
+}
+
+/// A job as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JobRecord {
+    /// The job id (ULID).
+    pub id: String,
+    /// The job kind.
+    pub kind: String,
+    /// The batch it belongs to.
+    pub batch_id: Option<String>,
+    /// The URL it is about.
+    pub url: String,
+    /// How it stands.
+    pub status: Status,
+    /// Attempts started so far.
+    pub attempts: u32,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// The result, once succeeded (a fetch job's is a `FetchResult`).
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+    /// The last error (final once failed or dead).
+    pub error: Option<JobError>,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+    /// When it ended.
+    pub finished_at: Option<String>,
+    /// Its place in the order jobs ended.
+    pub done_seq: Option<i64>,
+}
+
+/// A job of a batch that ended, as `trawl run` reports it: the result as its stored JSON text
+/// (written out as is, never parsed into a tree and printed again).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndedJob {
+    /// The job id.
+    pub id: String,
+    /// The URL it was about.
+    pub url: String,
+    /// How it ended.
+    pub status: Status,
+    /// Its place in the order jobs ended.
+    pub done_seq: i64,
+    /// The result JSON, when it succeeded.
+    pub result: Option<String>,
+    /// The last error, when it did not.
+    pub error: Option<JobError>,
+}
+
+/// A stored page, without its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageRecord {
+    /// The page id (the id of the job that fetched it).
+    pub id: String,
+    /// sha256 of the text, also the key of its blob.
+    pub content_hash: String,
+    /// Lines in the text.
+    pub lines: u64,
+    /// When it was fetched, milliseconds since the epoch.
+    pub fetched_at_ms: i64,
+    /// Its description.
+    pub info: trawl_workers::fetch::PageInfo,
+}
+
+/// How a job ended, as the runner reports it.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// A result (and the page it stored, if any).
+    Succeeded {
+        /// The job result JSON.
+        result: serde_json::Value,
+        /// The page written for it.
+        page_id: Option<String>,
+    },
+    /// A permanent error.
+    Failed(JobError),
+    /// Attempts exhausted.
+    Dead(JobError),
+    /// Cancelled.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The values an engine writes to end a job with this outcome.
+    pub(super) fn ending(&self) -> Ending {
+        let status = match self {
+            Outcome::Succeeded { .. } => Status::Succeeded,
+            Outcome::Failed(_) => Status::Failed,
+            Outcome::Dead(_) => Status::Dead,
+            Outcome::Cancelled => Status::Cancelled,
+        };
+        let (result, page_id, error) = match self {
+            Outcome::Succeeded { result, page_id } => {
+                (Some(result.to_string()), page_id.clone(), None)
+            }
+            Outcome::Failed(error) | Outcome::Dead(error) => (None, None, Some(error)),
+            Outcome::Cancelled => (None, None, None),
+        };
+        Ending {
+            status: status.as_str(),
+            result,
+            page_id,
+            error: error.map(rows::to_json),
+            error_code: error.map(|error| error.code.as_str()),
+        }
+    }
+}
+
+/// The column values that end a job (a cancel request, checked in SQL, wins over them).
+pub(super) struct Ending {
+    pub(super) status: &'static str,
+    pub(super) result: Option<String>,
+    pub(super) page_id: Option<String>,
+    pub(super) error: Option<String>,
+    pub(super) error_code: Option<&'static str>,
+}
+
+/// What a page write needs: the description, the text, the raw body and the cache key.
+#[derive(Debug, Clone)]
+pub struct NewPage<'a> {
+    /// Normalised requested URL.
+    pub url: &'a str,
+    /// Normalised final URL.
+    pub final_url: &'a str,
+    /// Hash of the options that change the page.
+    pub options_hash: &'a str,
+    /// The description.
+    pub info: &'a trawl_workers::fetch::PageInfo,
+    /// The whole text.
+    pub text: &'a str,
+    /// The raw body.
+    pub raw: &'a [u8],
+    /// The final response's headers (kept for WARC records).
+    pub headers: &'a [(String, String)],
+    /// The address the final response came from.
+    pub ip: Option<std::net::IpAddr>,
+    /// Whether the archive pool should take the page.
+    pub archive: bool,
+    /// The attempt that fetched it: the page is stored and the job ends only if this is
+    /// still the job's latest attempt (`None`: no check).
+    pub attempt: Option<u32>,
+}
+
+/// A stored page as the archive pool takes it: what the index and the WARC records need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArchivePage {
+    /// The page id (the id of the job that fetched it).
+    pub id: String,
+    /// Normalised requested URL.
+    pub url: String,
+    /// The page's description.
+    pub info: trawl_workers::fetch::PageInfo,
+    /// Hash of the text blob.
+    pub content_hash: String,
+    /// Hash of the raw body blob.
+    pub raw_hash: String,
+    /// When it was fetched, in milliseconds since the epoch.
+    pub fetched_at_ms: i64,
+    /// The final response's headers, when they were kept.
+    pub headers: Vec<(String, String)>,
+    /// The address the response came from, when known.
+    pub ip: Option<String>,
+    /// Its WARC record, once written.
+    pub warc_record_id: Option<String>,
+}
+
+/// An agent session as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SessionRecord {
+    /// The session id (ULID).
+    pub id: String,
+    /// Fingerprint of the token that opened it.
+    #[serde(skip)]
+    pub owner: String,
+    /// `desktop` or `mobile`.
+    pub profile: String,
+    /// When it was opened (RFC 3339).
+    pub created_at: String,
+    /// When it was closed.
+    pub closed_at: Option<String>,
+    /// Why: `closed`, `expired`, `browser_failed`, `shutdown` or `host_lost`.
+    pub close_reason: Option<String>,
+    /// The session host it lives on (internal: not shown).
+    #[serde(skip)]
+    pub host: Option<String>,
+}
+
+/// A worker that hosts agent sessions for API processes elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHost {
+    /// Where the API reaches it.
+    pub url: String,
+    /// Sessions it takes at most.
+    pub capacity: u64,
+    /// Sessions open on it at its last renewal.
+    pub open: u64,
+    /// Its last renewal, Unix milliseconds.
+    pub seen_ms: i64,
+}
+
+/// A step to record.
+#[derive(Debug, Clone)]
+pub struct NewSessionStep<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// Its number in the session (1, 2, …).
+    pub seq: u64,
+    /// The action's JSON form.
+    pub action: &'a serde_json::Value,
+    /// The outcome's JSON form, without its image.
+    pub outcome: &'a serde_json::Value,
+    /// The step's screenshot and its media type.
+    pub image: Option<(&'a [u8], &'a str)>,
+}
+
+/// One step of a session's replay log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStepRecord {
+    /// Its number (1, 2, …).
+    pub seq: u64,
+    /// The action.
+    pub action: serde_json::Value,
+    /// What it did (without its image).
+    pub outcome: serde_json::Value,
+    /// The screenshot's blob.
+    pub image_sha256: Option<String>,
+    /// The screenshot's media type.
+    pub image_type: Option<String>,
+    /// When it ran.
+    pub created_at: String,
+}
+
+/// Where a page's WARC record went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarcRef {
+    /// The page id.
+    pub page_id: String,
+    /// The WARC-Record-ID of its response or revisit record.
+    pub record_id: String,
+    /// The file it is in.
+    pub file: String,
+    /// The record's offset in that file.
+    pub offset: u64,
+}
