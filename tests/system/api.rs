@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use testkit::FixtureServer;
 use tower::ServiceExt as _;
 use trawl::api::{self, AppState};
 use trawl::config::Secret;
 use trawl::queue::Queue;
 use trawl::runner::{self, Context};
-use trawl_workers::testing::FixtureServer;
 
 use crate::context_in;
 

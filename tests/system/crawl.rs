@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use testkit::FixtureServer;
 use trawl::queue::Queue;
 use trawl::runner::{self, Context};
 use trawl::store::{CrawlRecord, CrawlStatus};
 use trawl_workers::crawl::politeness;
 use trawl_workers::job::CrawlSpec;
-use trawl_workers::testing::FixtureServer;
 
 use crate::context_in;
 use crate::engines::TestDb;

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
+use testkit::FixtureServer;
 use trawl::queue::{Envelope, Error, Queue, Settings};
 use trawl::runner::{self, Context};
 use trawl::store::Status;
 use trawl_workers::job::{FetchJob, Job};
-use trawl_workers::testing::FixtureServer;
 
 use crate::{context_in, enqueue};
 
