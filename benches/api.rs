@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trawl_workers::testing::FixtureServer;
+use testkit::FixtureServer;
 
 const TARGET_RPS: f64 = 5_000.0;
 const TARGET_P99_MS: f64 = 20.0;

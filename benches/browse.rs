@@ -35,11 +35,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
+use testkit::FixtureServer;
+use testkit::browser::site_dns;
 use trawl_workers::browse::{self, Action, Credentials, Pool, Profile, render};
 use trawl_workers::fetch;
 use trawl_workers::job::{FetchJob, Render};
-use trawl_workers::testing::FixtureServer;
-use trawl_workers::testing::browser::site_dns;
 use trawl_workers::web::{self, Dns};
 
 async fn new_pool(dns: &Dns) -> Pool {

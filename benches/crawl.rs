@@ -1,5 +1,5 @@
 //! Crawl benchmark: `trawl crawl` over a generated local site served by nginx on 127.0.0.1
-//! (`trawl_workers::testing::crawl_site`: articles, tag pages, canonical duplicates, pages
+//! (`testkit::crawl_site`: articles, tag pages, canonical duplicates, pages
 //! disallowed by robots.txt, redirects, dead links, a sitemap index), embedded and
 //! distributed, with the crawl's correctness checked on every run.
 //!
@@ -81,7 +81,7 @@ use knobs::{arg_number, env_flag, env_list, env_number};
 use nginx::{Nginx, find_in_path};
 use process::{GNU_TIME, Group, Usage, read_usage, tail, timed_trawl, trawl_bin};
 use redis_server::RedisServer;
-use trawl_workers::testing::crawl_site::{CrawlSite, Expected};
+use testkit::crawl_site::{CrawlSite, Expected};
 
 type Result<T> = std::result::Result<T, String>;
 

@@ -196,7 +196,7 @@ fn write_site(root: &Path, n: u64) -> Result<u64> {
     std::fs::create_dir_all(&site).map_err(|e| format!("creating {}: {e}", site.display()))?;
     let mut total = 0_u64;
     for i in 0..n {
-        let page = trawl_workers::testing::site_page(i);
+        let page = testkit::site_page(i);
         total += page.len() as u64;
         let path = site.join(i.to_string());
         std::fs::write(&path, page).map_err(|e| format!("writing {}: {e}", path.display()))?;

@@ -409,7 +409,7 @@ fn parse_signature_header(header: &str) -> Option<(i64, Vec<&str>)> {
 mod tests {
     use std::time::Instant;
 
-    use trawl_workers::testing::FixtureServer;
+    use testkit::FixtureServer;
 
     use super::*;
 

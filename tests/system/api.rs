@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use testkit::FixtureServer;
 use tower::ServiceExt as _;
 use trawl::api::{self, AppState};
 use trawl::app::Shutdown;
 use trawl::config::Config;
 use trawl::config::Secret;
 use trawl::runner;
-use trawl_workers::testing::FixtureServer;
 
 use crate::{spawn_app, test_config};
 

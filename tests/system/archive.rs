@@ -7,13 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use testkit::FixtureServer;
 use trawl::app::Deps;
 use trawl::archive::{self, Archiver, Stop};
 use trawl::runner;
 use trawl::store::NewJob;
 use trawl_workers::archive::index::{ArchiveIndex, SearchQuery};
 use trawl_workers::job::{FetchJob, Job};
-use trawl_workers::testing::FixtureServer;
 
 use crate::{context_in, trawl_command as trawl};
 
@@ -234,7 +234,7 @@ async fn an_archive_pool_stopped_before_its_commit_resumes_without_duplicates() 
 
 /// The words of `/article/{n}`'s title longer than three letters, as a query.
 fn title_words(n: u64) -> String {
-    trawl_workers::testing::article_title(n)
+    testkit::article_title(n)
         .split(|c: char| !c.is_alphanumeric())
         .filter(|word| word.len() > 3)
         .collect::<Vec<_>>()

@@ -9,13 +9,13 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use testkit::FixtureServer;
+use testkit::browser::{CrashTab, JS_BUILT_TEXT, site_dns};
 use trawl::app::{Deps, Shutdown};
 use trawl::deps::Parts;
 use trawl_workers::browse::pool::{CookieSpec, Credentials};
 use trawl_workers::browse::{self, Action, Pool, Profile, render};
 use trawl_workers::job::{BrowseJob, BrowseResult, ErrorCode, Extractor, FetchJob, Job, Render};
-use trawl_workers::testing::FixtureServer;
-use trawl_workers::testing::browser::{JS_BUILT_TEXT, site_dns};
 use trawl_workers::web::{self, Dns};
 
 struct Shared {

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Output;
 
+use testkit::FixtureServer;
 use tokio::io::AsyncWriteExt as _;
-use trawl_workers::testing::FixtureServer;
 
 fn trawl(data_dir: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::from(crate::trawl_command(data_dir));

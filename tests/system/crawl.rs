@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use testkit::FixtureServer;
 use trawl::app::{App, Deps};
 use trawl::config::{Config, Secret};
 use trawl::queue::Queue;
@@ -14,7 +15,6 @@ use trawl::runner;
 use trawl::store::{CrawlRecord, CrawlStatus};
 use trawl_workers::crawl::politeness;
 use trawl_workers::job::CrawlSpec;
-use trawl_workers::testing::FixtureServer;
 
 use crate::engines::TestDb;
 use crate::queue::RedisServer;

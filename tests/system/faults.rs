@@ -9,12 +9,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use testkit::FixtureServer;
+use testkit::crawl_site::CrawlSite;
 use trawl::queue::{Envelope, Queue};
 use trawl::runner;
 use trawl::store::{NewJob, Status, Store};
 use trawl_workers::job::{ErrorCode, FetchJob, Job};
-use trawl_workers::testing::FixtureServer;
-use trawl_workers::testing::crawl_site::CrawlSite;
 
 use crate::engines::TestDb;
 use crate::queue::RedisServer;

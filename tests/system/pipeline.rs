@@ -2,11 +2,11 @@
 //! cache, retried, failed, dead, and delivered twice without doubling. The whole pool through
 //! a queue is in `queue::` (on SQLite and Redis).
 
+use testkit::FixtureServer;
 use trawl::app::Deps;
 use trawl::runner;
 use trawl::store::{Attempt, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, FetchResult};
-use trawl_workers::testing::FixtureServer;
 
 use crate::{context_in, enqueue};
 

@@ -9,13 +9,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
+use testkit::FixtureServer;
 use trawl::app::{App, Deps};
 use trawl::config::{Config, Secret};
 use trawl::queue::{Envelope, Error, Queue};
 use trawl::runner;
 use trawl::store::Status;
 use trawl_workers::job::{FetchJob, Job};
-use trawl_workers::testing::FixtureServer;
 
 use crate::{enqueue, spawn_app, test_config};
 

@@ -7,7 +7,6 @@
 //!   detection, PDF → text, URL normalisation.
 //! - `fetch`: the fetch pool. `FetchJob` → `Fetched` or a typed `fetch::Error`.
 //! - `crawl`: the crawl pool's parts: scope, URL filters, dedupe keys, robots.txt, sitemaps, politeness.
-//! - `testing` (feature `testing`): a fixture HTTP server with friendly and hostile routes.
 //!
 //! Invariants (what must not be here): no queue, no database, no HTTP server (sqlx, apalis
 //! and axum live in `trawl`). Pools never call each other and never persist; they return
@@ -23,6 +22,4 @@ pub mod browse;
 pub mod crawl;
 pub mod fetch;
 pub mod job;
-#[cfg(feature = "testing")]
-pub mod testing;
 pub mod web;

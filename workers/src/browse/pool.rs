@@ -786,16 +786,6 @@ impl Lease {
         self.tabs.clear();
     }
 
-    /// Crashes the current tab's renderer (CDP `Page.crash`), as an out-of-memory page would.
-    #[cfg(feature = "testing")]
-    pub async fn crash_tab(&self) {
-        let crash = self
-            .page()
-            .execute(chromiumoxide::cdp::browser_protocol::page::CrashParams::default());
-        // The renderer dies before it can answer.
-        let _ = tokio::time::timeout(Duration::from_secs(2), crash).await;
-    }
-
     /// Disposes the context (its tabs, cookies and storage) and frees the slot.
     pub async fn close(mut self) {
         self.dispose().await;

@@ -3,12 +3,12 @@
 
 use std::time::{Duration, Instant};
 
+use testkit::SITEMAP_A_PAGES;
 use trawl_workers::crawl::robots::{self, Access, Robots, robots_url};
 use trawl_workers::crawl::scope::Scope;
 use trawl_workers::crawl::sitemap::{
     self, Sitemap, SitemapError, SitemapFormat, SitemapLimits, parse_sitemap,
 };
-use trawl_workers::testing::SITEMAP_A_PAGES;
 use trawl_workers::web;
 use url::Url;
 

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use testkit::{CHARSET_TEXT, CHARSET_TEXT_JA, article_title};
 use trawl_workers::fetch::{self, Deps, Fetched};
 use trawl_workers::job::{ErrorCode, Extractor, FetchJob, Format};
-use trawl_workers::testing::{CHARSET_TEXT, CHARSET_TEXT_JA, article_title};
 
 use crate::Site;
 

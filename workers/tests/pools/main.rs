@@ -15,7 +15,7 @@ mod warc;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use trawl_workers::testing::FixtureServer;
+use testkit::FixtureServer;
 use trawl_workers::web::{self, Dns, Policy, StaticDns};
 
 /// The "public" address the fixture hides behind.

@@ -3,8 +3,8 @@
 //! `tests/pools/snapshots/` with insta, so any change in extraction shows as a diff to review
 //! (`cargo insta review`, or `INSTA_UPDATE=always` to accept).
 
+use testkit::{article_page, site_page};
 use trawl_workers::job::Format;
-use trawl_workers::testing::{article_page, site_page};
 use trawl_workers::web::extract::extract_html;
 
 fn extract(html: &str, url: &str, format: Format) -> String {

@@ -1,19 +1,43 @@
 //! The fixture's pages for browser tests (`/browser/{name}`): forms, a native select, an
 //! open shadow root, JavaScript-built content, infinite scroll, a popup, and pages that try
 //! to reach private addresses (a navigation, subresources). The article data the scripts
-//! fetch is served at `/browser/api/article` and `/browser/api/items?page=N`.
+//! fetch is served at `/browser/api/article` and `/browser/api/items?page=N`. Also the
+//! helpers browser tests need around them: name resolution that reaches the fixture as a
+//! public host ([`site_dns`]) and a way to crash a tab ([`CrashTab`]).
+//!
+//! No browser is started here; the tests drive trawl's own browser pool.
+
+use std::time::Duration;
+
+use chromiumoxide::cdp::browser_protocol::page::CrashParams;
+use trawl_workers::browse::Lease;
+use trawl_workers::web::{Dns, StaticDns};
 
 /// Name resolution for browser tests and benchmarks: `site.test` is a public address that is
 /// dialled on loopback, so the egress proxy runs the default policy (loopback refused) and
 /// still reaches the fixture as `http://site.test:PORT`.
-pub fn site_dns() -> crate::web::Dns {
+pub fn site_dns() -> Dns {
     let public = std::net::IpAddr::from([93, 184, 216, 34]);
     let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
-    crate::web::Dns::Static(std::sync::Arc::new(
-        crate::web::StaticDns::new()
+    Dns::Static(std::sync::Arc::new(
+        StaticDns::new()
             .answer("site.test", &[public])
             .dial(public, loopback),
     ))
+}
+
+/// What a test may do to a browser lease that trawl itself never does.
+pub trait CrashTab {
+    /// Crashes the current tab's renderer (CDP `Page.crash`), as an out-of-memory page would.
+    fn crash_tab(&self) -> impl Future<Output = ()> + Send;
+}
+
+impl CrashTab for Lease {
+    async fn crash_tab(&self) {
+        let crash = self.page().execute(CrashParams::default());
+        // The renderer dies before it can answer.
+        let _ = tokio::time::timeout(Duration::from_secs(2), crash).await;
+    }
 }
 
 /// The paragraph the JavaScript-built page renders (absent from its HTML).

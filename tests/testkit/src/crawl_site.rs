@@ -12,7 +12,7 @@
 //! Layout for `N` pages (the counts in brackets are for `N` = 10,000; the others scale with
 //! `N`, rounded, at least 1):
 //!
-//! - `/p/{i}`, `i < N`: articles (5.5–146 KB, as [`super::site_page`]) with about 38 links
+//! - `/p/{i}`, `i < N`: articles (5.5–146 KB, as [`site_page`](crate::site_page)) with about 38 links
 //!   each: home, two tags, a `#fragment` of the page itself, children `i*22+1 ..= i*22+22`,
 //!   the parent, the neighbours, some special pages (below), and pseudo-random articles.
 //!   Hrefs are absolute paths, relative (`../p/7`), absolute URLs, with `#fragments` and
@@ -41,8 +41,9 @@ use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::path::Path;
 
-use super::{Rng, paragraph, sentence, title};
-use crate::crawl::sitemap::MAX_SITEMAP_ENTRIES;
+use trawl_workers::crawl::sitemap::MAX_SITEMAP_ENTRIES;
+
+use crate::prose::{Rng, paragraph, sentence, title};
 
 /// Children per article: `/p/{i}` links `/p/{i*22+1}` … `/p/{i*22+22}`.
 pub const FANOUT: u64 = 22;
@@ -585,11 +586,11 @@ fn private_page(k: u64) -> String {
 mod tests {
     use std::collections::HashSet;
 
+    use trawl_workers::crawl::sitemap::SitemapLimits;
+    use trawl_workers::crawl::{Robots, crawl_key, parse_sitemap};
     use url::Url;
 
     use super::*;
-    use crate::crawl::sitemap::SitemapLimits;
-    use crate::crawl::{Robots, crawl_key, parse_sitemap};
 
     const ORIGIN: &str = "http://127.0.0.1:8080";
 
