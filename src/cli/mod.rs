@@ -156,8 +156,7 @@ impl Embedded {
     async fn open(config: &Config) -> anyhow::Result<Embedded> {
         use anyhow::Context as _;
         let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
-            .and_then(|client| client.with_proxies(&config.proxy))
-            .map_err(anyhow::Error::msg)?;
+            .and_then(|client| client.with_proxies(&config.proxy))?;
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!("creating the data directory {}", config.data_dir.display())
         })?;
