@@ -81,7 +81,8 @@ pub enum Error {
     /// A job's proxy URL is unusable; nothing was sent.
     #[error("proxy: {0}")]
     Proxy(String),
-    /// The caller's [`RedirectGuard`] refused a redirect's target; it was not requested.
+    /// The caller's [`RedirectGuard`](super::RedirectGuard) refused a redirect's target; it was
+    /// not requested.
     #[error("redirect to {url} not followed: {reason}")]
     RedirectRefused {
         /// The target refused.
