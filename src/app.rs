@@ -50,7 +50,7 @@ pub enum BuildError {
     },
     /// The HTTP client could not be built from `http`, `ssrf` and `proxy`.
     #[error("building the HTTP client: {0}")]
-    Client(String),
+    Client(#[from] trawl_workers::web::client::ClientError),
     /// The store at `database_url`, or in the data directory, could not be opened.
     #[error("{what}: {source}")]
     Store {

@@ -158,7 +158,7 @@ impl Remote {
             allow_private_network: true,
             ..web::Policy::default()
         };
-        let client = web::Client::new(config, policy)?;
+        let client = web::Client::new(config, policy).map_err(|error| error.to_string())?;
         Ok(Remote {
             store,
             client,

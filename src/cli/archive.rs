@@ -36,8 +36,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         return Ok(ExitCode::from(2));
     }
     let pending = store.archive_pending().await?;
-    let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
-        .map_err(anyhow::Error::msg)?;
+    let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())?;
     let archiver = Archiver::open(
         store.clone(),
         &config.data_dir,

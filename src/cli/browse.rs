@@ -218,8 +218,7 @@ pub(super) async fn screenshot(
 }
 
 async fn pool(config: &Config) -> anyhow::Result<browse::Pool> {
-    let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())
-        .map_err(anyhow::Error::msg)?;
+    let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())?;
     browse::Pool::new(
         config.browse.clone(),
         client.policy_arc(),

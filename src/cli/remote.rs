@@ -39,8 +39,7 @@ impl Remote {
             allow_private_network: true,
             ..web::Policy::default()
         };
-        let client =
-            web::Client::new(web::Config::default(), policy).map_err(anyhow::Error::msg)?;
+        let client = web::Client::new(web::Config::default(), policy)?;
         Ok(Remote {
             client,
             base,

@@ -1,0 +1,148 @@
+//! The archive's full-text index: one tantivy document per chunk, every fetch of a URL kept as a
+//! version, BM25 search over the latest versions (or over the archive as it was at a time).
+//!
+//! Versions: each fetch of a URL is a version with its own `page_id`, and each version is valid
+//! from its `fetched_at` until `valid_until` (the next version's `fetched_at`, or [`FAR_FUTURE`]
+//! for the latest). Default search sees the latest version of each URL; `as_of` sees the
+//! versions with `fetched_at <= as_of < valid_until`. [`ArchiveWriter::add_page`] keeps these
+//! windows consistent, including for versions that arrive out of order; the rule is on that
+//! method.
+//!
+//! This module holds the handle, [`ArchiveIndex`], and the index's [`Error`]. Around it:
+//! - `schema`: the fields of a chunk document and how each is indexed.
+//! - `search`: [`SearchQuery`] in, ranked [`Hit`]s out (BM25, per-page collapse, snippets).
+//! - `collector`: the top-k collector that applies a search's filters on fast fields.
+//! - `writer`: [`ArchiveWriter`], which adds versions of pages ([`PageDoc`]) and commits them.
+//!
+//! Everything here is blocking CPU and disk work: call it from a blocking thread.
+//!
+//! Not here: chunking (`archive::chunk`), deciding what to archive, or the HTTP API.
+
+mod collector;
+mod schema;
+mod search;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tantivy::directory::MmapDirectory;
+use tantivy::directory::error::LockError;
+use tantivy::query::QueryParser;
+use tantivy::{DateTime, Index, IndexReader, ReloadPolicy, TantivyDocument, TantivyError};
+
+use schema::{Fields, schema};
+pub use search::{Hit, MAX_K, SearchQuery};
+pub use writer::{Added, ArchiveWriter, PageDoc};
+
+/// `valid_until` of the latest version of a URL: 2200-01-01T00:00:00Z, in microseconds since
+/// the Unix epoch (tantivy dates end in 2262). Timestamps at or after it are clamped below it.
+pub const FAR_FUTURE: i64 = 7_258_118_400 * 1_000_000;
+
+/// The earliest instant tantivy can hold, in microseconds (earlier timestamps are clamped).
+const MIN_MICROS: i64 = i64::MIN / 1_000 + 1;
+
+/// Why an index operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The search query is empty or did not parse; the message is fit for a 400 response.
+    #[error("bad query: {0}")]
+    Query(String),
+    /// Another writer holds the index lock (one writer per index, in any process).
+    #[error("the archive index already has a writer")]
+    Busy,
+    /// The directory holds an index with another schema, or a document did not fit the schema.
+    #[error("archive index schema: {0}")]
+    Schema(String),
+    /// tantivy failed.
+    #[error("archive index: {0}")]
+    Index(TantivyError),
+    /// The filesystem failed.
+    #[error("archive index io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<TantivyError> for Error {
+    fn from(e: TantivyError) -> Self {
+        match e {
+            TantivyError::LockFailure(LockError::LockBusy, _) => Error::Busy,
+            TantivyError::SchemaError(msg) => Error::Schema(msg),
+            other => Error::Index(other),
+        }
+    }
+}
+
+/// Microseconds since the epoch, clamped to what tantivy holds and below [`FAR_FUTURE`].
+fn micros(ts: jiff::Timestamp) -> i64 {
+    ts.as_microsecond().clamp(MIN_MICROS, FAR_FUTURE - 1)
+}
+
+fn date(micros: i64) -> DateTime {
+    DateTime::from_timestamp_micros(micros)
+}
+
+/// The archive's chunk index: a cheap, clonable handle for searching, and the way to its one
+/// writer.
+#[derive(Clone)]
+pub struct ArchiveIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    parser: Arc<QueryParser>,
+}
+
+impl std::fmt::Debug for ArchiveIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveIndex")
+            .field("num_chunks", &self.num_chunks())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ArchiveIndex {
+    /// Opens the index in `dir`, creating the directory and an empty index when there is none.
+    /// An index with another schema is [`Error::Schema`].
+    pub fn open_or_create(dir: &Path) -> Result<Self, Error> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
+        let index = Index::open_or_create(directory, schema).map_err(|e| match e {
+            TantivyError::SchemaError(msg) => Error::Schema(format!("{}: {msg}", dir.display())),
+            other => Error::from(other),
+        })?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        let parser = search::query_parser(&index, &fields);
+        Ok(ArchiveIndex {
+            index,
+            reader,
+            fields,
+            parser: Arc::new(parser),
+        })
+    }
+
+    /// The index's one writer, with `heap_bytes` of indexing memory (at least 15 MB; tantivy
+    /// splits it over up to 8 threads of at least 15 MB each). [`Error::Busy`] while another
+    /// writer, in this process or another, holds the lock.
+    pub fn writer(&self, heap_bytes: usize) -> Result<ArchiveWriter, Error> {
+        let writer = self.index.writer::<TantivyDocument>(heap_bytes)?;
+        Ok(ArchiveWriter::new(self.clone(), writer))
+    }
+
+    /// Makes the last commit visible to searches now. [`ArchiveWriter::commit`] already does;
+    /// this is for a process that only reads while another one writes (it would otherwise see
+    /// the commit after a short delay).
+    pub fn reload(&self) -> Result<(), Error> {
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Chunks in the index, all versions, as of the last reload.
+    pub fn num_chunks(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+}

@@ -1,0 +1,588 @@
+//! Tests of the SSRF policy's URLs, host lists, errors and configuration; the address classes
+//! are tested in `addresses`.
+
+use super::*;
+use BlockReason::*;
+
+mod addresses;
+
+fn default_policy() -> Policy {
+    Policy::default()
+}
+
+fn private_policy() -> Policy {
+    Policy {
+        allow_private_network: true,
+        ..Policy::default()
+    }
+}
+
+#[track_caller]
+fn assert_url_ok(policy: &Policy, input: &str, host: &str) {
+    match policy.parse_url(input) {
+        Ok(url) => assert_eq!(url.host_str(), Some(host), "host of {input:?}"),
+        Err(e) => panic!("{input:?} should pass, got {e:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_url_blocked(policy: &Policy, input: &str, reason: BlockReason) {
+    match policy.parse_url(input) {
+        Err(UrlError::Blocked { reason: got, .. }) => {
+            assert_eq!(got, reason, "reason for {input:?}")
+        }
+        other => panic!("{input:?} should be blocked as {reason:?}, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_url_invalid(input: &str) {
+    match default_policy().parse_url(input) {
+        Err(UrlError::Invalid(_)) => {}
+        other => panic!("{input:?} should be invalid, got {other:?}"),
+    }
+}
+
+// ---- URL spellings that must not slip past the guard -----------------------
+
+#[test]
+fn url_odd_ipv4_spellings_are_loopback() {
+    let p = default_policy();
+    for input in [
+        "http://127.0.0.1/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://0177.0.0.1/",
+        "http://0x7f000001/",
+        "http://127.1/",
+        "http://017700000001/",
+        "http://0177.1/",
+        "http://0x7f.0x0.0x0.0x1/",
+        "http://127.0.0.1./",
+        "HTTP://127.0.0.1/",
+        "https://127.0.0.1:8443/",
+    ] {
+        assert_url_blocked(&p, input, Loopback);
+    }
+}
+
+#[test]
+fn url_zero_is_unspecified() {
+    assert_url_blocked(&default_policy(), "http://0/", Unspecified);
+    assert_url_blocked(&default_policy(), "http://0.0.0.0:8080/", Unspecified);
+}
+
+#[test]
+fn url_metadata_spellings() {
+    let p = default_policy();
+    for input in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2852039166/",
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "http://0xa9fea9fe/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[::ffff:a9fe:a9fe]/",
+        "http://[fd00:ec2::254]/",
+        "http://100.100.100.200/",
+    ] {
+        assert_url_blocked(&p, input, Metadata);
+    }
+}
+
+#[test]
+fn url_unicode_and_percent_encoded_ipv4() {
+    let p = default_policy();
+    for input in [
+        "http://１２７.０.０.１/",
+        "http://127。0。0。1/",
+        "http://127．0．0．1/",
+        "http://%31%32%37.0.0.1/",
+    ] {
+        assert_url_blocked(&p, input, Loopback);
+    }
+}
+
+#[test]
+fn url_localhost_names() {
+    let p = default_policy();
+    for input in [
+        "http://localhost/",
+        "http://LOCALHOST/",
+        "http://localhost./",
+        "http://localhost:8080/",
+        "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/",
+        "http://ⅼocalhost/",
+        "http://local\u{200B}host/",
+        "http://foo.localhost/",
+        "http://a.b.localhost./",
+        "http://localhost.localdomain/",
+        "http://ip6-localhost/",
+        "http://%6c%6f%63%61%6c%68%6f%73%74/",
+        "http://localhost。/",
+    ] {
+        assert_url_blocked(&p, input, Loopback);
+    }
+    assert_url_ok(&p, "http://localhost.example.com/", "localhost.example.com");
+    assert_url_ok(&p, "http://notlocalhost/", "notlocalhost");
+}
+
+#[test]
+fn url_ipv6_literals() {
+    let p = default_policy();
+    assert_url_blocked(&p, "http://[::1]/", Loopback);
+    assert_url_blocked(&p, "http://[::]/", Unspecified);
+    assert_url_blocked(&p, "http://[::ffff:7f00:1]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[::ffff:127.0.0.1]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[::127.0.0.1]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[::ffff:0:127.0.0.1]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[64:ff9b::127.0.0.1]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[2002:7f00:1::]/", Ipv4Mapped);
+    assert_url_blocked(&p, "http://[fe80::1]/", LinkLocal);
+    assert_url_blocked(&p, "http://[fc00::1]/", UniqueLocal);
+    assert_url_blocked(&p, "http://[ff02::1]/", Multicast);
+    assert_url_ok(&p, "http://[2606:4700::1111]/", "[2606:4700::1111]");
+    assert_url_ok(&p, "http://[::ffff:8.8.8.8]/", "[::ffff:808:808]");
+}
+
+#[test]
+fn url_userinfo_tricks() {
+    let p = default_policy();
+    assert_url_blocked(&p, "http://evil.com@127.0.0.1/", Loopback);
+    assert_url_blocked(&p, "http://user:pass@10.0.0.1/", Private);
+    assert_url_ok(&p, "https://127.0.0.1:443@evil.com/", "evil.com");
+    assert_url_ok(&p, "http://127.0.0.1%2f@evil.com/", "evil.com");
+}
+
+#[test]
+fn url_backslash_and_fragment_tricks() {
+    let p = default_policy();
+    assert_url_blocked(&p, "http://127.0.0.1:80\\@evil.com/", Loopback);
+    assert_url_blocked(&p, "http://127.0.0.1#@evil.com/", Loopback);
+    assert_url_blocked(&p, "http:\\\\127.0.0.1\\", Loopback);
+}
+
+#[test]
+fn url_lenient_forms() {
+    let p = default_policy();
+    assert_url_blocked(&p, "http:127.0.0.1/", Loopback);
+    assert_url_blocked(&p, "http:/\\127.0.0.1/", Loopback);
+    assert_url_blocked(&p, "http:///127.0.0.1/", Loopback);
+}
+
+#[test]
+fn url_unsupported_schemes() {
+    let p = default_policy();
+    for (input, scheme) in [
+        ("gopher://127.0.0.1:6379/_INFO", "gopher"),
+        ("gopher://example.com/", "gopher"),
+        ("file:///etc/passwd", "file"),
+        ("file://127.0.0.1/etc/passwd", "file"),
+        ("ftp://example.com/", "ftp"),
+        ("ftp://127.0.0.1/", "ftp"),
+        ("javascript:alert(1)", "javascript"),
+        ("data:text/html,<script>alert(1)</script>", "data"),
+        ("ws://example.com/", "ws"),
+        ("wss://example.com/", "wss"),
+        ("dict://127.0.0.1:11211/", "dict"),
+        ("HtTpX://example.com/", "httpx"),
+    ] {
+        assert_eq!(
+            p.parse_url(input),
+            Err(UrlError::UnsupportedScheme(scheme.to_owned())),
+            "{input}"
+        );
+    }
+}
+
+#[test]
+fn url_port_zero_and_invalid_ports() {
+    let p = default_policy();
+    assert_url_blocked(&p, "http://127.0.0.1:0/", Port);
+    assert_url_blocked(&p, "http://example.com:0/", Port);
+    assert_url_blocked(&p, "https://example.com:00/", Port);
+    assert_url_ok(&p, "http://example.com:80/", "example.com");
+    assert_url_ok(&p, "http://example.com:65535/", "example.com");
+    assert_url_invalid("http://example.com:65536/");
+    assert_url_invalid("http://example.com:99999/");
+    assert_url_invalid("http://example.com:-1/");
+}
+
+#[test]
+fn url_parse_errors() {
+    for input in [
+        "http://08.0.0.1/",
+        "http://999.1.1.1/",
+        "http://[fe80::1%25lo]/",
+        "http://[fe80::1%lo]/",
+        "http://[::1/",
+        "http://",
+        "",
+        "example.com",
+        "/relative/path",
+        "http://exa mple.com/",
+    ] {
+        assert_url_invalid(input);
+    }
+}
+
+#[test]
+fn url_control_characters_rejected_before_parsing() {
+    let p = default_policy();
+    for input in [
+        "http://exa\nmple.com/",
+        "http://exa\tmple.com/",
+        "http://ex\rample.com/a\r\nb",
+        "http://example.com/\0",
+        "http://127.0.0.1/\x7f",
+        "http://example.com/\x1b[31m",
+        "\x0chttp://example.com/",
+        "http://example.com/\u{85}",
+        "http://example.com/\n",
+    ] {
+        assert_eq!(
+            p.parse_url(input),
+            Err(UrlError::ControlCharacter),
+            "{input:?}"
+        );
+    }
+}
+
+#[test]
+fn url_surrounding_whitespace_rejected() {
+    for input in [
+        "  http://127.0.0.1/  ",
+        " http://example.com/",
+        "http://example.com/ ",
+        "\u{3000}http://example.com/",
+        "http://example.com/\u{a0}",
+    ] {
+        assert_url_invalid(input);
+    }
+}
+
+#[test]
+fn url_public_hosts_pass() {
+    let p = default_policy();
+    assert_url_ok(&p, "http://example.com/", "example.com");
+    assert_url_ok(&p, "https://EXAMPLE.com./path?q=1#f", "example.com.");
+    assert_url_ok(&p, "http://93.184.216.34/", "93.184.216.34");
+    assert_url_ok(&p, "https://8.8.8.8/", "8.8.8.8");
+    assert_url_ok(&p, "https://bücher.de/", "xn--bcher-kva.de");
+    assert_url_ok(&p, "http://user:pw@example.com/", "example.com");
+    assert_url_ok(&p, "http://example.com/a%20b", "example.com");
+}
+
+#[test]
+fn check_url_on_parsed_urls() {
+    let p = default_policy();
+    // Url::parse itself strips tab/newline; check_url still judges the host.
+    let url = Url::parse("http://127.0.0.\n1/").unwrap();
+    assert_eq!(
+        p.check_url(&url),
+        Err(UrlError::Blocked {
+            host: "127.0.0.1".into(),
+            reason: Loopback
+        })
+    );
+    let url = Url::parse("gopher://127.0.0.1/").unwrap();
+    assert_eq!(
+        p.check_url(&url),
+        Err(UrlError::UnsupportedScheme("gopher".into()))
+    );
+    let url = Url::parse("http://[::1]:8080/").unwrap();
+    assert_eq!(
+        p.check_url(&url),
+        Err(UrlError::Blocked {
+            host: "[::1]".into(),
+            reason: Loopback
+        })
+    );
+    // A redirect target resolved against a base is checked the same way.
+    let base = Url::parse("https://example.com/a/b").unwrap();
+    let hop = base.join("//169.254.169.254/latest").unwrap();
+    assert_eq!(
+        p.check_url(&hop).map_err(|e| e.block_reason()),
+        Err(Some(Metadata))
+    );
+    let hop = base.join("/c?d").unwrap();
+    assert_eq!(p.check_url(&hop), Ok(()));
+}
+
+// ---- host lists -----------------------------------------------------------
+
+#[test]
+fn blocklist_exact_and_wildcard() {
+    let p = Policy {
+        block_hosts: vec!["*.example.com".into(), "bad.org".into()],
+        ..Policy::default()
+    };
+    for host in [
+        "example.com",
+        "evil.example.com",
+        "EVIL.example.com.",
+        "a.b.example.com",
+        "Example.COM",
+        "bad.org",
+        "BAD.ORG.",
+    ] {
+        assert_eq!(p.check_host(host), Err(BlockedHost), "{host}");
+    }
+    for host in [
+        "notexample.com",
+        "example.com.evil.net",
+        "sub.bad.org",
+        "example.org",
+    ] {
+        assert_eq!(p.check_host(host), Ok(()), "{host}");
+    }
+    assert_url_blocked(&p, "http://EVIL.example.com./x", BlockedHost);
+    assert_url_blocked(&p, "https://user@Evil.Example.Com:8443/", BlockedHost);
+    assert_url_ok(&p, "http://notexample.com/", "notexample.com");
+}
+
+#[test]
+fn blocklist_entries_are_normalised() {
+    let p = Policy {
+        block_hosts: vec![
+            " *.Example.COM. ".into(),
+            "BÜCHER.de".into(),
+            "[::1]".into(),
+            "2001:4860:4860::8888".into(),
+            "0x08080808".into(),
+        ],
+        ..Policy::default()
+    };
+    assert_eq!(p.check_host("www.example.com"), Err(BlockedHost));
+    assert_eq!(p.check_host("xn--bcher-kva.de"), Err(BlockedHost));
+    assert_eq!(p.check_host("bücher.de"), Err(BlockedHost));
+    assert_eq!(p.check_host("[::1]"), Err(BlockedHost));
+    assert_eq!(p.check_host("[2001:4860:4860:0::8888]"), Err(BlockedHost));
+    assert_url_blocked(&p, "http://8.8.8.8/", BlockedHost);
+    assert_url_blocked(&p, "http://134744072/", BlockedHost);
+    assert_eq!(p.check_host("8.8.4.4"), Ok(()));
+}
+
+#[test]
+fn allowlist_exact_only() {
+    let p = Policy {
+        allow_hosts: vec!["Docs.Example.com.".into(), "93.184.216.34".into()],
+        ..Policy::default()
+    };
+    assert_eq!(p.check_host("docs.example.com"), Ok(()));
+    assert_eq!(p.check_host("DOCS.EXAMPLE.COM."), Ok(()));
+    assert_eq!(p.check_host("93.184.216.34"), Ok(()));
+    assert_eq!(p.check_host("example.com"), Err(NotAllowlisted));
+    assert_eq!(p.check_host("a.docs.example.com"), Err(NotAllowlisted));
+    assert_eq!(p.check_host("8.8.8.8"), Err(NotAllowlisted));
+    assert_url_ok(&p, "https://docs.example.com/guide", "docs.example.com");
+    assert_url_blocked(&p, "https://other.example.com/", NotAllowlisted);
+    // Address classes win over (and are reported before) the allow list.
+    assert_url_blocked(&p, "http://127.0.0.1/", Loopback);
+    assert_url_blocked(&p, "http://localhost/", Loopback);
+}
+
+#[test]
+fn allowlist_never_overrides_address_classes() {
+    let p = Policy {
+        allow_hosts: vec!["localhost".into(), "10.0.0.1".into()],
+        ..Policy::default()
+    };
+    assert_eq!(p.check_host("localhost"), Err(Loopback));
+    assert_eq!(p.check_host("10.0.0.1"), Err(Private));
+    let p = Policy {
+        allow_private_network: true,
+        ..p
+    };
+    assert_eq!(p.check_host("localhost"), Ok(()));
+    assert_eq!(p.check_host("10.0.0.1"), Ok(()));
+    assert_eq!(p.check_host("10.0.0.2"), Err(NotAllowlisted));
+}
+
+#[test]
+fn blocklist_wins_over_allowlist_and_private_network() {
+    let p = Policy {
+        allow_private_network: true,
+        allow_hosts: vec!["intranet.corp".into()],
+        block_hosts: vec!["*.corp".into()],
+    };
+    assert_eq!(p.check_host("intranet.corp"), Err(BlockedHost));
+}
+
+#[test]
+fn check_host_normalises_like_the_url_parser() {
+    let p = default_policy();
+    assert_eq!(p.check_host("localhost"), Err(Loopback));
+    assert_eq!(p.check_host("LocalHost."), Err(Loopback));
+    assert_eq!(p.check_host("ⓛⓞⓒⓐⓛⓗⓞⓢⓣ"), Err(Loopback));
+    assert_eq!(p.check_host("x.localhost"), Err(Loopback));
+    assert_eq!(p.check_host("127.0.0.1"), Err(Loopback));
+    assert_eq!(p.check_host("2130706433"), Err(Loopback));
+    assert_eq!(p.check_host("0x7f.1"), Err(Loopback));
+    assert_eq!(p.check_host("[::1]"), Err(Loopback));
+    assert_eq!(p.check_host("::1"), Err(Loopback));
+    assert_eq!(p.check_host("169.254.169.254"), Err(Metadata));
+    assert_eq!(p.check_host("example.com"), Ok(()));
+    assert_eq!(p.check_host("example.com."), Ok(()));
+    // Unparsable hosts fail closed.
+    for bad in ["", ".", "exa mple.com", "a/b", "[::1", "999.1.1.1", "x@y"] {
+        assert_eq!(p.check_host(bad), Err(BlockedHost), "{bad:?}");
+    }
+    let pp = private_policy();
+    assert_eq!(pp.check_host("localhost"), Ok(()));
+    assert_eq!(pp.check_host("foo.localhost"), Ok(()));
+    assert_eq!(pp.check_host("169.254.169.254"), Err(Metadata));
+}
+
+#[test]
+fn validate_reports_bad_entries() {
+    assert_eq!(Policy::default().validate(), Ok(()));
+    let ok = Policy {
+        allow_private_network: false,
+        allow_hosts: vec!["example.com".into(), "[::1]".into(), "10.0.0.1".into()],
+        block_hosts: vec!["*.example.org".into(), "bad.net".into()],
+    };
+    assert_eq!(ok.validate(), Ok(()));
+    for (allow, block, list, entry) in [
+        (
+            vec!["*.example.com"],
+            vec![],
+            "allow_hosts",
+            "*.example.com",
+        ),
+        (vec!["exa mple.com"], vec![], "allow_hosts", "exa mple.com"),
+        (vec![], vec!["*"], "block_hosts", "*"),
+        (
+            vec![],
+            vec!["*.*.example.com"],
+            "block_hosts",
+            "*.*.example.com",
+        ),
+        (vec![], vec!["foo.*.com"], "block_hosts", "foo.*.com"),
+        (vec![], vec!["*.10.0.0.1"], "block_hosts", "*.10.0.0.1"),
+        (vec![], vec![""], "block_hosts", ""),
+    ] {
+        let p = Policy {
+            allow_private_network: false,
+            allow_hosts: allow.into_iter().map(String::from).collect(),
+            block_hosts: block.into_iter().map(String::from).collect(),
+        };
+        assert_eq!(
+            p.validate(),
+            Err(PolicyError::InvalidHostEntry {
+                list,
+                entry: entry.to_owned()
+            }),
+            "{entry:?}"
+        );
+    }
+}
+
+#[test]
+fn invalid_allow_entries_fail_closed() {
+    let p = Policy {
+        allow_hosts: vec!["*.example.com".into()],
+        ..Policy::default()
+    };
+    assert_eq!(p.check_host("www.example.com"), Err(NotAllowlisted));
+    assert_eq!(p.check_host("example.com"), Err(NotAllowlisted));
+}
+
+// ---- errors, names and serde ----------------------------------------------
+
+const ALL_REASONS: [BlockReason; 15] = [
+    Loopback,
+    Private,
+    LinkLocal,
+    Metadata,
+    Cgnat,
+    Multicast,
+    Broadcast,
+    Reserved,
+    Unspecified,
+    Documentation,
+    UniqueLocal,
+    Ipv4Mapped,
+    BlockedHost,
+    NotAllowlisted,
+    Port,
+];
+
+#[test]
+fn reason_names_match_serde() {
+    use serde::Deserialize;
+    use serde::de::IntoDeserializer;
+    use serde::de::value::{Error as DeError, StrDeserializer};
+    let mut seen = std::collections::HashSet::new();
+    for reason in ALL_REASONS {
+        let name = reason.as_str();
+        assert!(seen.insert(name), "duplicate name {name}");
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "{name} is not snake_case"
+        );
+        assert_eq!(reason.to_string(), name);
+        let de: StrDeserializer<'_, DeError> = name.into_deserializer();
+        assert_eq!(BlockReason::deserialize(de), Ok(reason));
+    }
+    let de: StrDeserializer<'_, DeError> = "Loopback".into_deserializer();
+    assert!(BlockReason::deserialize(de).is_err());
+    assert_eq!(Ipv4Mapped.as_str(), "ipv4_mapped");
+    assert_eq!(NotAllowlisted.as_str(), "not_allowlisted");
+}
+
+#[test]
+fn policy_deserialises_with_defaults_and_rejects_unknown_fields() {
+    use serde::Deserialize;
+    use serde::de::value::{Error as DeError, MapDeserializer};
+    let de: MapDeserializer<'_, _, DeError> =
+        MapDeserializer::new(vec![("allow_private_network", true)].into_iter());
+    let p = Policy::deserialize(de).unwrap();
+    assert!(p.allow_private_network);
+    assert!(p.allow_hosts.is_empty() && p.block_hosts.is_empty());
+
+    let de: MapDeserializer<'_, _, DeError> =
+        MapDeserializer::new(Vec::<(&str, bool)>::new().into_iter());
+    let p = Policy::deserialize(de).unwrap();
+    assert!(!p.allow_private_network);
+
+    let de: MapDeserializer<'_, _, DeError> =
+        MapDeserializer::new(vec![("allow_private_networks", true)].into_iter());
+    let err = Policy::deserialize(de).unwrap_err().to_string();
+    assert!(err.contains("unknown field"), "{err}");
+}
+
+#[test]
+fn default_policy_is_strict() {
+    let p = Policy::default();
+    assert!(!p.allow_private_network);
+    assert!(p.allow_hosts.is_empty());
+    assert!(p.block_hosts.is_empty());
+}
+
+#[test]
+fn error_codes_and_messages() {
+    let p = default_policy();
+    let e = p.parse_url("http://127.0.0.1/").unwrap_err();
+    assert_eq!(e.code(), "blocked_destination");
+    assert_eq!(e.block_reason(), Some(Loopback));
+    assert_eq!(e.to_string(), "blocked destination 127.0.0.1: loopback");
+    let e = p.parse_url("gopher://x/").unwrap_err();
+    assert_eq!(e.code(), "unsupported_scheme");
+    assert_eq!(e.block_reason(), None);
+    assert!(e.to_string().contains("gopher"));
+    assert_eq!(
+        p.parse_url("http://a\nb/").unwrap_err().code(),
+        "invalid_url"
+    );
+    assert_eq!(p.parse_url("nope").unwrap_err().code(), "invalid_url");
+    assert_eq!(UrlError::MissingHost.code(), "invalid_url");
+    let e = p.parse_url("http://[fd00:ec2::254]/").unwrap_err();
+    assert_eq!(
+        e,
+        UrlError::Blocked {
+            host: "[fd00:ec2::254]".into(),
+            reason: Metadata
+        }
+    );
+}
