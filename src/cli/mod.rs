@@ -214,10 +214,10 @@ impl Embedded {
         context.crawls = std::sync::Arc::new(crawls);
         // Events are signed, so webhooks need the secret; jobs without a webhook send none.
         if config.webhooks.secret.is_some() {
-            context.webhooks = Some(
-                crate::webhooks::Webhooks::new(self.client.clone(), config.webhooks.clone())
-                    .map_err(anyhow::Error::msg)?,
-            );
+            context.webhooks = Some(crate::webhooks::Webhooks::new(
+                self.client.clone(),
+                config.webhooks.clone(),
+            )?);
         }
         Ok(context)
     }
