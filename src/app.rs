@@ -72,7 +72,7 @@ pub enum BuildError {
     Politeness(String),
     /// Webhooks could not be set up from `webhooks`.
     #[error("webhooks: {0}")]
-    Webhooks(String),
+    Webhooks(#[from] crate::webhooks::ConfigError),
     /// The browser pool could not be set up from `browse`.
     #[error("the browser pool: {0}")]
     Browser(#[from] trawl_workers::browse::Error),
@@ -196,10 +196,10 @@ impl App {
         }
         // Events are signed, so webhooks need the secret; jobs without a webhook send none.
         let webhooks = match config.webhooks.secret {
-            Some(_) => Some(
-                crate::webhooks::Webhooks::new(client.clone(), config.webhooks.clone())
-                    .map_err(|error| BuildError::Webhooks(error.to_string()))?,
-            ),
+            Some(_) => Some(crate::webhooks::Webhooks::new(
+                client.clone(),
+                config.webhooks.clone(),
+            )?),
             None => None,
         };
         let browser = if needs.browser {

@@ -66,30 +66,48 @@ impl Default for Config {
     }
 }
 
+/// An `[archive]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The chunk sizes are out of order or out of bounds.
+    #[error(
+        "archive chunk sizes must satisfy 1 <= chunk_min_words ({min}) <= chunk_target_words ({target}) <= chunk_max_words ({max}) <= 100000"
+    )]
+    ChunkSizes {
+        /// `chunk_min_words`.
+        min: usize,
+        /// `chunk_target_words`.
+        target: usize,
+        /// `chunk_max_words`.
+        max: usize,
+    },
+    /// `writer_heap_mb` is out of its bounds.
+    #[error("archive.writer_heap_mb = {0} is outside 15..=4096")]
+    WriterHeap(usize),
+    /// A commit or file size limit is zero.
+    #[error("archive.commit_pages, commit_ms and warc_max_file_mb must be at least 1")]
+    Limits,
+}
+
 impl Config {
     /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.chunk_min_words <= self.chunk_target_words
             && self.chunk_target_words <= self.chunk_max_words
             && self.chunk_min_words >= 1
             && self.chunk_max_words <= 100_000)
         {
-            return Err(format!(
-                "archive chunk sizes must satisfy 1 <= chunk_min_words ({}) <= chunk_target_words ({}) <= chunk_max_words ({}) <= 100000",
-                self.chunk_min_words, self.chunk_target_words, self.chunk_max_words
-            ));
+            return Err(ConfigError::ChunkSizes {
+                min: self.chunk_min_words,
+                target: self.chunk_target_words,
+                max: self.chunk_max_words,
+            });
         }
         if !(15..=4_096).contains(&self.writer_heap_mb) {
-            return Err(format!(
-                "archive.writer_heap_mb = {} is outside 15..=4096",
-                self.writer_heap_mb
-            ));
+            return Err(ConfigError::WriterHeap(self.writer_heap_mb));
         }
         if self.commit_pages == 0 || self.commit_ms == 0 || self.warc_max_file_mb == 0 {
-            return Err(
-                "archive.commit_pages, commit_ms and warc_max_file_mb must be at least 1"
-                    .to_owned(),
-            );
+            return Err(ConfigError::Limits);
         }
         Ok(())
     }

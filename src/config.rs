@@ -97,9 +97,34 @@ pub enum Error {
     /// A named config file does not exist.
     #[error("configuration file {0} not found")]
     Missing(PathBuf),
-    /// A value is out of its bounds.
+    /// A value is out of its bounds: the namespace, or a section whose check reports text
+    /// (`http`, `proxy`, `browse`).
     #[error("configuration: {0}")]
     Invalid(String),
+    /// A `[fetch]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Fetch(fetch::ConfigError),
+    /// A `[runner]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Runner(runner::ConfigError),
+    /// An `[api]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Api(api::ConfigError),
+    /// A `[webhooks]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Webhooks(webhooks::ConfigError),
+    /// An `[archive]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Archive(archive::ConfigError),
+    /// A `[politeness]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Politeness(trawl_workers::crawl::politeness::ConfigError),
+    /// A `[sessions]` value is out of its bounds.
+    #[error("configuration: {0}")]
+    Sessions(crate::sessions::ConfigError),
+    /// An `[ssrf]` value is out of its bounds.
+    #[error("configuration: ssrf: {0}")]
+    Ssrf(web::ssrf::PolicyError),
 }
 
 impl Config {
@@ -129,19 +154,18 @@ impl Config {
 
     /// Checks every section; call after flags are applied.
     pub fn validate(&self) -> Result<(), Error> {
+        // `http`, `proxy` and `browse` report their faults as text.
         self.http.validate().map_err(Error::Invalid)?;
-        self.fetch.validate().map_err(Error::Invalid)?;
+        self.fetch.validate().map_err(Error::Fetch)?;
         self.proxy.validate().map_err(Error::Invalid)?;
-        self.runner.validate().map_err(Error::Invalid)?;
-        self.api.validate().map_err(Error::Invalid)?;
-        self.webhooks.validate().map_err(Error::Invalid)?;
-        self.archive.validate().map_err(Error::Invalid)?;
-        self.politeness.validate().map_err(Error::Invalid)?;
+        self.runner.validate().map_err(Error::Runner)?;
+        self.api.validate().map_err(Error::Api)?;
+        self.webhooks.validate().map_err(Error::Webhooks)?;
+        self.archive.validate().map_err(Error::Archive)?;
+        self.politeness.validate().map_err(Error::Politeness)?;
         self.browse.validate().map_err(Error::Invalid)?;
-        self.sessions.validate().map_err(Error::Invalid)?;
-        self.ssrf
-            .validate()
-            .map_err(|error| Error::Invalid(format!("ssrf: {error}")))?;
+        self.sessions.validate().map_err(Error::Sessions)?;
+        self.ssrf.validate().map_err(Error::Ssrf)?;
         if self.namespace.is_empty()
             || !self
                 .namespace

@@ -124,32 +124,37 @@ impl Default for RunnerConfig {
     }
 }
 
+/// A `[runner]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunnerConfigError {
+    /// `concurrency` is out of its bounds.
+    #[error("runner.concurrency = {0} is outside 1..=4096")]
+    Concurrency(usize),
+    /// `max_attempts` is out of its bounds.
+    #[error("runner.max_attempts = {0} is outside 1..=100")]
+    MaxAttempts(u32),
+    /// `job_timeout_secs` is out of its bounds.
+    #[error("runner.job_timeout_secs = {0} is outside 1..=86400")]
+    JobTimeout(u64),
+    /// A poll or heartbeat setting is zero.
+    #[error("runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1")]
+    Intervals,
+}
+
 impl RunnerConfig {
     /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RunnerConfigError> {
         if self.concurrency == 0 || self.concurrency > 4_096 {
-            return Err(format!(
-                "runner.concurrency = {} is outside 1..=4096",
-                self.concurrency
-            ));
+            return Err(RunnerConfigError::Concurrency(self.concurrency));
         }
         if self.max_attempts == 0 || self.max_attempts > 100 {
-            return Err(format!(
-                "runner.max_attempts = {} is outside 1..=100",
-                self.max_attempts
-            ));
+            return Err(RunnerConfigError::MaxAttempts(self.max_attempts));
         }
         if self.job_timeout_secs == 0 || self.job_timeout_secs > 86_400 {
-            return Err(format!(
-                "runner.job_timeout_secs = {} is outside 1..=86400",
-                self.job_timeout_secs
-            ));
+            return Err(RunnerConfigError::JobTimeout(self.job_timeout_secs));
         }
         if self.poll_interval_ms == 0 || self.heartbeat_secs == 0 || self.missed_heartbeats == 0 {
-            return Err(
-                "runner.poll_interval_ms, heartbeat_secs and missed_heartbeats must be at least 1"
-                    .to_owned(),
-            );
+            return Err(RunnerConfigError::Intervals);
         }
         Ok(())
     }

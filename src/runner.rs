@@ -20,7 +20,7 @@ use trawl_workers::web::normalize::normalize_url;
 
 use crate::cache::CachedPage;
 use crate::deps::Deps;
-pub use crate::deps::RunnerConfig as Config;
+pub use crate::deps::{RunnerConfig as Config, RunnerConfigError as ConfigError};
 use crate::queue::{Envelope, Lane, Storage};
 use crate::shutdown::Shutdown;
 use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status};

@@ -62,54 +62,93 @@ impl Default for Config {
     }
 }
 
+/// A `[sessions]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `max_sessions` is outside 1..=1000.
+    #[error("sessions.max_sessions = {0} must be within 1..=1000")]
+    MaxSessions(usize),
+    /// `idle_timeout_secs` is 0.
+    #[error("sessions.idle_timeout_secs must be at least 1")]
+    IdleTimeout,
+    /// `previews` is outside 1..=100.
+    #[error("sessions.previews must be within 1..=100")]
+    Previews,
+    /// `max_batch` is 0.
+    #[error("sessions.max_batch must be at least 1")]
+    MaxBatch,
+    /// `worker_token` is too short to be a secret.
+    #[error("sessions.worker_token must be at least 16 characters")]
+    ShortWorkerToken,
+    /// `listen` is not a socket address.
+    #[error("sessions.listen = {0:?} is not an address like 0.0.0.0:8788")]
+    Listen(String),
+    /// `listen` is set without the token API processes present.
+    #[error(
+        "sessions.listen needs sessions.worker_token (TRAWL_SESSIONS__WORKER_TOKEN), the secret \
+         the API processes present"
+    )]
+    ListenWithoutToken,
+    /// `listen` is an unspecified address and no `advertise` says where to reach it.
+    #[error(
+        "sessions.listen = {0} is not an address the API can reach: set sessions.advertise \
+         (e.g. http://worker-1:8788)"
+    )]
+    Unreachable(String),
+    /// `advertise` is not a URL.
+    #[error("sessions.advertise = {advertise:?}: {error}")]
+    AdvertiseUrl {
+        /// The setting.
+        advertise: String,
+        /// Why it does not parse.
+        error: url::ParseError,
+    },
+    /// `advertise` is not an http(s) URL with a host.
+    #[error("sessions.advertise = {0:?} must be an http(s) URL with a host")]
+    AdvertiseScheme(String),
+}
+
 impl Config {
     /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_sessions == 0 || self.max_sessions > 1_000 {
-            return Err(format!(
-                "sessions.max_sessions = {} must be within 1..=1000",
-                self.max_sessions
-            ));
+            return Err(ConfigError::MaxSessions(self.max_sessions));
         }
         if self.idle_timeout_secs == 0 {
-            return Err("sessions.idle_timeout_secs must be at least 1".to_owned());
+            return Err(ConfigError::IdleTimeout);
         }
         if self.previews == 0 || self.previews > 100 {
-            return Err("sessions.previews must be within 1..=100".to_owned());
+            return Err(ConfigError::Previews);
         }
         if self.max_batch == 0 {
-            return Err("sessions.max_batch must be at least 1".to_owned());
+            return Err(ConfigError::MaxBatch);
         }
         if let Some(token) = &self.worker_token
             && token.expose().len() < 16
         {
-            return Err("sessions.worker_token must be at least 16 characters".to_owned());
+            return Err(ConfigError::ShortWorkerToken);
         }
         if let Some(listen) = &self.listen {
-            let address: std::net::SocketAddr = listen.parse().map_err(|_| {
-                format!("sessions.listen = {listen:?} is not an address like 0.0.0.0:8788")
-            })?;
+            let address: std::net::SocketAddr = listen
+                .parse()
+                .map_err(|_| ConfigError::Listen(listen.clone()))?;
             if self.worker_token.is_none() {
-                return Err(
-                    "sessions.listen needs sessions.worker_token (TRAWL_SESSIONS__WORKER_TOKEN), \
-                     the secret the API processes present"
-                        .to_owned(),
-                );
+                return Err(ConfigError::ListenWithoutToken);
             }
             if self.advertise.is_none() && address.ip().is_unspecified() {
-                return Err(format!(
-                    "sessions.listen = {listen} is not an address the API can reach: set \
-                     sessions.advertise (e.g. http://worker-1:8788)"
-                ));
+                return Err(ConfigError::Unreachable(listen.clone()));
             }
         }
         if let Some(advertise) = &self.advertise {
-            let url = url::Url::parse(&advertise.replace("{hostname}", "host"))
-                .map_err(|error| format!("sessions.advertise = {advertise:?}: {error}"))?;
+            let url =
+                url::Url::parse(&advertise.replace("{hostname}", "host")).map_err(|error| {
+                    ConfigError::AdvertiseUrl {
+                        advertise: advertise.clone(),
+                        error,
+                    }
+                })?;
             if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                return Err(format!(
-                    "sessions.advertise = {advertise:?} must be an http(s) URL with a host"
-                ));
+                return Err(ConfigError::AdvertiseScheme(advertise.clone()));
             }
         }
         Ok(())
@@ -621,19 +660,28 @@ mod tests {
 
         let error = hosting("127.0.0.1:8788", None, None)
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("worker_token"), "{error}");
         let error = hosting("127.0.0.1:8788", None, Some("short"))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("16"), "{error}");
-        let error = hosting("0.0.0.0:8788", None, token).validate().unwrap_err();
+        let error = hosting("0.0.0.0:8788", None, token)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("sessions.advertise"), "{error}");
-        let error = hosting("localhost", None, token).validate().unwrap_err();
+        let error = hosting("localhost", None, token)
+            .validate()
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not an address"), "{error}");
         let error = hosting("0.0.0.0:8788", Some("ftp://x"), token)
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("http(s)"), "{error}");
 
         let replicas = hosting("0.0.0.0:8788", Some("http://{hostname}:8788/"), token);

@@ -64,37 +64,53 @@ impl Default for Config {
     }
 }
 
+/// A `[webhooks]` setting that cannot be used, or webhooks asked for without a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `secret` is empty.
+    #[error("webhooks.secret is empty")]
+    EmptySecret,
+    /// `secret` is what `trawl config` prints in its place.
+    #[error(
+        "webhooks.secret is the placeholder \"[redacted]\" printed by trawl config, not a secret"
+    )]
+    PlaceholderSecret,
+    /// `max_attempts` is out of its bounds.
+    #[error(
+        "webhooks.max_attempts = {0} is outside {start}..={end}",
+        start = MAX_ATTEMPTS_RANGE.start(),
+        end = MAX_ATTEMPTS_RANGE.end()
+    )]
+    MaxAttempts(u32),
+    /// `retry_base_ms` is out of its bounds.
+    #[error(
+        "webhooks.retry_base_ms = {0} is outside {start}..={end}",
+        start = RETRY_BASE_MS_RANGE.start(),
+        end = RETRY_BASE_MS_RANGE.end()
+    )]
+    RetryBaseMs(u64),
+    /// Webhooks were asked for without a secret to sign them with.
+    #[error("webhooks need a signing secret: set webhooks.secret")]
+    NoSecret,
+}
+
 impl Config {
     /// Checks the values against their fixed bounds. An empty secret, or the `[redacted]`
     /// placeholder that `trawl config` prints in its place, is refused.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(secret) = &self.secret {
             if secret.expose().is_empty() {
-                return Err("webhooks.secret is empty".to_owned());
+                return Err(ConfigError::EmptySecret);
             }
             if secret.expose() == "[redacted]" {
-                return Err(
-                    "webhooks.secret is the placeholder \"[redacted]\" printed by trawl config, \
-                     not a secret"
-                        .to_owned(),
-                );
+                return Err(ConfigError::PlaceholderSecret);
             }
         }
         if !MAX_ATTEMPTS_RANGE.contains(&self.max_attempts) {
-            return Err(format!(
-                "webhooks.max_attempts = {} is outside {}..={}",
-                self.max_attempts,
-                MAX_ATTEMPTS_RANGE.start(),
-                MAX_ATTEMPTS_RANGE.end()
-            ));
+            return Err(ConfigError::MaxAttempts(self.max_attempts));
         }
         if !RETRY_BASE_MS_RANGE.contains(&self.retry_base_ms) {
-            return Err(format!(
-                "webhooks.retry_base_ms = {} is outside {}..={}",
-                self.retry_base_ms,
-                RETRY_BASE_MS_RANGE.start(),
-                RETRY_BASE_MS_RANGE.end()
-            ));
+            return Err(ConfigError::RetryBaseMs(self.retry_base_ms));
         }
         Ok(())
     }
@@ -102,9 +118,11 @@ impl Config {
     /// Returns the wait after `failed_attempts` failed attempts (1 for the first retry):
     /// `retry_base_ms` doubled per attempt, at most [`RETRY_MAX_DELAY`].
     pub fn retry_delay(&self, failed_attempts: u32) -> Duration {
-        let factor = 2u64.saturating_pow(failed_attempts.saturating_sub(1));
-        let delay = Duration::from_millis(self.retry_base_ms.saturating_mul(factor));
-        delay.min(RETRY_MAX_DELAY)
+        trawl_workers::backoff::Backoff::new(
+            Duration::from_millis(self.retry_base_ms),
+            RETRY_MAX_DELAY,
+        )
+        .before_retry(failed_attempts)
     }
 }
 
@@ -225,10 +243,10 @@ pub struct Webhooks {
 impl Webhooks {
     /// Checks `config` and builds the sender. Refuses a config without `secret`: webhooks are
     /// always signed. Destinations obey `client`'s SSRF policy.
-    pub fn new(client: web::Client, config: Config) -> Result<Self, String> {
+    pub fn new(client: web::Client, config: Config) -> Result<Self, ConfigError> {
         config.validate()?;
         let Some(secret) = config.secret.clone() else {
-            return Err("webhooks need a signing secret: set webhooks.secret".to_owned());
+            return Err(ConfigError::NoSecret);
         };
         Ok(Webhooks {
             client,
@@ -610,7 +628,7 @@ mod tests {
     #[test]
     fn webhooks_refuse_a_config_without_a_secret() {
         let error = Webhooks::new(loopback_client(), Config::default()).expect_err("no secret");
-        assert!(error.contains("webhooks.secret"), "{error}");
+        assert!(error.to_string().contains("webhooks.secret"), "{error}");
         let bad = Config {
             secret: Some(Secret::new(SECRET)),
             max_attempts: 0,

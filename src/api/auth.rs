@@ -8,13 +8,13 @@
 //! Not here: which routes are public (the router decides: `/healthz`, `/openapi.json`).
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 use subtle::ConstantTimeEq as _;
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, ApiErrorCode};
 
 /// Who made a request: the fingerprint of its bearer token (`anonymous` when the server has
 /// no tokens). Sessions belong to it.
@@ -57,8 +57,7 @@ pub(super) async fn require_token(
 }
 
 fn unauthorized(message: &str) -> Response {
-    let mut response =
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
+    let mut response = ApiError::new(ApiErrorCode::Unauthorized, message).into_response();
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         header::HeaderValue::from_static("Bearer"),

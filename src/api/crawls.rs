@@ -13,7 +13,7 @@ use trawl_workers::job::CrawlSpec;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::crawl::StartError;
 use crate::store::{CrawlRecord, CrawlStatus};
 
@@ -41,9 +41,7 @@ pub(super) async fn start(
     let plan = crate::crawl::create(&state.context, spec)
         .await
         .map_err(|error| match error {
-            StartError::Invalid(message) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
-            }
+            StartError::Invalid(message) => ApiError::bad_request(message),
             other => ApiError::internal(&other),
         })?;
     // robots.txt and sitemaps of remote sites may take a while: the first pages are queued
@@ -99,8 +97,7 @@ pub(super) async fn cancel(
         .ok_or_else(|| ApiError::not_found(format!("no crawl {id}")))?;
     if !cancelled {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
+            ApiErrorCode::Conflict,
             format!("crawl {id} had already ended ({:?})", record.status).to_lowercase(),
         ));
     }

@@ -13,7 +13,7 @@ use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Format, Job, JobError
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ErrorBody};
 use crate::queue::Envelope;
 use crate::runner;
 use crate::store::{NewJob, Status};
@@ -73,6 +73,7 @@ pub struct Pending {
         (status = 409, description = "the job was cancelled", body = ErrorBody),
         (status = 422, description = "the fetch failed (the code says how)", body = ErrorBody),
         (status = 429, description = "render: every browser context is taken; try again later", body = ErrorBody),
+        (status = 502, description = "render: the browser failed", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
 pub(super) async fn fetch(
@@ -139,8 +140,7 @@ pub(super) async fn fetch(
             }
             Status::Cancelled => {
                 return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "cancelled",
+                    ApiErrorCode::Job(ErrorCode::Cancelled),
                     "the job was cancelled",
                 )
                 .with_job(&id));

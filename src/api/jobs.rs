@@ -16,7 +16,7 @@ use trawl_workers::job::Job;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::queue::Envelope;
 use crate::store::{Cancel, JobRecord, NewBatch, NewJob, Status};
 
@@ -75,6 +75,7 @@ pub struct Cancelled {
     responses(
         (status = 202, description = "queued", body = Submitted),
         (status = 400, description = "a job or the webhook is not acceptable", body = ErrorBody),
+        (status = 403, description = "a job's or the webhook's destination refused by the SSRF guard", body = ErrorBody),
         (status = 422, description = "malformed request", body = ErrorBody),
     ),
     security((), ("bearer" = [])))]
@@ -108,28 +109,25 @@ pub(super) async fn submit(
             .map_err(|message| ApiError::invalid(format!("jobs[{index}]: {message}")))?;
         if let Err(error) = fetch_pool::check_url(client, job.url()) {
             super::count_refusal(&state, &error);
-            let status = ApiError::from_job_error(error.clone(), None).status();
             let message = if is_batch {
                 format!("jobs[{index}]: {}", error.message)
             } else {
                 error.message.clone()
             };
-            return Err(ApiError::new(status, error.code.as_str(), message));
+            return Err(ApiError::new(ApiErrorCode::Job(error.code), message));
         }
     }
     if let Some(webhook) = &webhook {
         if state.context.webhooks.is_none() {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "webhooks_disabled",
+                ApiErrorCode::WebhooksDisabled,
                 "webhooks need a signing secret: set webhooks.secret",
             ));
         }
         fetch_pool::check_url(client, webhook).map_err(|error| {
             super::count_refusal(&state, &error);
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                error.code.as_str(),
+                ApiErrorCode::Job(error.code),
                 format!("webhook: {}", error.message),
             )
         })?;
@@ -222,8 +220,7 @@ pub(super) async fn cancel(
         Cancel::Requested => "cancelling",
         Cancel::AlreadyEnded(status) => {
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
+                ApiErrorCode::Conflict,
                 format!("job {id} already ended: {}", status.as_str()),
             ));
         }

@@ -62,25 +62,42 @@ impl Default for Config {
     }
 }
 
+/// An `[api]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `bind` is not a socket address.
+    #[error("api.bind = {0:?} is not an address like 127.0.0.1:8787")]
+    Bind(String),
+    /// A server without tokens would be reachable from other machines.
+    #[error(
+        "refusing to serve on {0} without api.tokens: set tokens (TRAWL_API__TOKENS='[\"...\"]') or bind a loopback address"
+    )]
+    PublicWithoutTokens(SocketAddr),
+    /// A token is too short to be a secret.
+    #[error("api.tokens must be at least 16 characters each")]
+    ShortToken,
+    /// A limit is zero (or the body limit below 1 KiB).
+    #[error(
+        "api.max_batch, api.max_body_bytes (>= 1024) and api.sync_timeout_secs must be positive"
+    )]
+    Limits,
+}
+
 impl Config {
     /// Checks the values, and that a server without tokens binds loopback only.
-    pub fn validate(&self) -> Result<(), String> {
-        let address: SocketAddr = self.bind.parse().map_err(|_| {
-            format!(
-                "api.bind = {:?} is not an address like 127.0.0.1:8787",
-                self.bind
-            )
-        })?;
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let address: SocketAddr = self
+            .bind
+            .parse()
+            .map_err(|_| ConfigError::Bind(self.bind.clone()))?;
         if self.tokens.is_empty() && !address.ip().is_loopback() {
-            return Err(format!(
-                "refusing to serve on {address} without api.tokens: set tokens (TRAWL_API__TOKENS='[\"...\"]') or bind a loopback address"
-            ));
+            return Err(ConfigError::PublicWithoutTokens(address));
         }
         if self.tokens.iter().any(|token| token.expose().len() < 16) {
-            return Err("api.tokens must be at least 16 characters each".to_owned());
+            return Err(ConfigError::ShortToken);
         }
         if self.max_batch == 0 || self.max_body_bytes < 1_024 || self.sync_timeout_secs == 0 {
-            return Err("api.max_batch, api.max_body_bytes (>= 1024) and api.sync_timeout_secs must be positive".to_owned());
+            return Err(ConfigError::Limits);
         }
         Ok(())
     }

@@ -5,12 +5,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiQuery, ErrorBody};
 use crate::pages::{self, GrepLimits, GrepQuery, GrepResult, LineRange};
 
 /// Which lines of which page.
@@ -38,11 +37,7 @@ pub(super) async fn read(
     if let (Some(from), Some(to)) = (query.from, query.to)
         && to < from
     {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "`to` is before `from`",
-        ));
+        return Err(ApiError::bad_request("`to` is before `from`"));
     }
     pages::read(
         &state.context.store,
@@ -110,15 +105,8 @@ pub(super) async fn grep(
         max_output_chars: state.config.grep_max_output_chars,
         ..GrepLimits::default()
     };
-    let regex = pages::compile_pattern(&request.pattern, request.ignore_case, &limits).map_err(
-        |error| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_pattern",
-                error.to_string(),
-            )
-        },
-    )?;
+    let regex = pages::compile_pattern(&request.pattern, request.ignore_case, &limits)
+        .map_err(|error| ApiError::new(ApiErrorCode::InvalidPattern, error.to_string()))?;
     let store = &state.context.store;
     let key = pages::lookup_key(&request.url);
     let page = store

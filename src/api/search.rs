@@ -6,13 +6,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use trawl_workers::archive::index::{self, Hit, MAX_K, SearchQuery};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::error::{ApiError, ApiQuery, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiQuery, ErrorBody};
 
 /// A search of the archive.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
@@ -62,8 +61,7 @@ pub(super) async fn search(
 ) -> Result<Json<SearchResults>, ApiError> {
     let Some(archive) = state.archive.clone() else {
         return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "archive_unavailable",
+            ApiErrorCode::ArchiveUnavailable,
             "this server has no archive index",
         ));
     };
@@ -74,22 +72,18 @@ pub(super) async fn search(
             .transpose()
             .map_err(|error| format!("{name}: {error}"))
     };
-    let bad_request =
-        |message: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message);
     let k = params.k.unwrap_or(10);
     if k == 0 || k > MAX_K {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            format!("k must be between 1 and {MAX_K}"),
-        ));
+        return Err(ApiError::bad_request(format!(
+            "k must be between 1 and {MAX_K}"
+        )));
     }
     let query = SearchQuery {
         text: params.q.clone(),
         host: params.host.clone(),
-        after: instant(&params.after, "after").map_err(bad_request)?,
-        before: instant(&params.before, "before").map_err(bad_request)?,
-        as_of: instant(&params.as_of, "as_of").map_err(bad_request)?,
+        after: instant(&params.after, "after").map_err(ApiError::bad_request)?,
+        before: instant(&params.before, "before").map_err(ApiError::bad_request)?,
+        as_of: instant(&params.as_of, "as_of").map_err(ApiError::bad_request)?,
         k,
         per_page: params.per_page.unwrap_or(archive.per_page),
     };
@@ -97,9 +91,7 @@ pub(super) async fn search(
         .await
         .map_err(|error| ApiError::internal(&error))?
         .map_err(|error| match error {
-            index::Error::Query(message) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", message)
-            }
+            index::Error::Query(message) => ApiError::new(ApiErrorCode::InvalidQuery, message),
             other => ApiError::internal(&other),
         })?;
     Ok(Json(SearchResults {

@@ -18,11 +18,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use trawl_workers::browse::{Action, Credentials, Profile};
+use trawl_workers::job::ErrorCode;
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Owner;
-use super::error::{ApiError, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::session_hosts::{Forwarded, Remote, RouteError};
 use crate::sessions::{self, Replay, SessionInfo, Sessions, Step};
 
@@ -74,8 +75,7 @@ fn at(state: &AppState) -> Option<At<'_>> {
 
 fn unavailable() -> ApiError {
     ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "sessions_unavailable",
+        ApiErrorCode::SessionsUnavailable,
         "this server runs no browser (started with --no-pools) and routes no sessions to \
          workers (set sessions.worker_token, and sessions.listen on the workers)",
     )
@@ -83,14 +83,10 @@ fn unavailable() -> ApiError {
 
 fn route_error(error: RouteError) -> ApiError {
     match error {
-        RouteError::NoHost => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sessions_unavailable",
-            error.to_string(),
-        ),
+        RouteError::NoHost => ApiError::new(ApiErrorCode::SessionsUnavailable, error.to_string()),
         RouteError::NotFound(id) => ApiError::not_found(format!("no session {id}")),
         RouteError::Unreachable(message) => {
-            ApiError::new(StatusCode::BAD_GATEWAY, "browser_failed", message)
+            ApiError::new(ApiErrorCode::Job(ErrorCode::BrowserFailed), message)
         }
         RouteError::Store(error) => ApiError::from(error),
     }
@@ -118,11 +114,11 @@ fn api_error(error: sessions::Error) -> ApiError {
         sessions::Error::NotFound(what) => ApiError::not_found(format!("no session {what}")),
         // The client may try again later: a limit, not a fault of the server.
         sessions::Error::Busy(message) => {
-            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "browser_busy", message)
+            ApiError::new(ApiErrorCode::Job(ErrorCode::BrowserBusy), message)
         }
         sessions::Error::Invalid(message) => ApiError::invalid(message),
         sessions::Error::Browser(message) => {
-            ApiError::new(StatusCode::BAD_GATEWAY, "browser_failed", message)
+            ApiError::new(ApiErrorCode::Job(ErrorCode::BrowserFailed), message)
         }
         sessions::Error::Store(error) => ApiError::from(error),
     }

@@ -620,7 +620,7 @@ async fn crawls_start_report_and_cancel_over_the_api() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error"]["code"], "invalid_request");
+    assert_eq!(body["error"]["code"], "bad_request");
     let (status, body) = api
         .call(
             "POST",

@@ -41,17 +41,33 @@ impl Default for Config {
     }
 }
 
+/// A `[fetch]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `max_chars` is zero or above `max_chars_cap`.
+    #[error("fetch.max_chars = {max_chars} must be within 1..=fetch.max_chars_cap ({cap})")]
+    MaxChars {
+        /// `max_chars`.
+        max_chars: usize,
+        /// `max_chars_cap`.
+        cap: usize,
+    },
+    /// `extraction_timeout_secs` is zero.
+    #[error("fetch.extraction_timeout_secs must be at least 1")]
+    ExtractionTimeout,
+}
+
 impl Config {
     /// Checks the values against each other.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_chars == 0 || self.max_chars > self.max_chars_cap {
-            return Err(format!(
-                "fetch.max_chars = {} must be within 1..=fetch.max_chars_cap ({})",
-                self.max_chars, self.max_chars_cap
-            ));
+            return Err(ConfigError::MaxChars {
+                max_chars: self.max_chars,
+                cap: self.max_chars_cap,
+            });
         }
         if self.extraction_timeout_secs == 0 {
-            return Err("fetch.extraction_timeout_secs must be at least 1".to_owned());
+            return Err(ConfigError::ExtractionTimeout);
         }
         Ok(())
     }

@@ -45,32 +45,39 @@ impl Default for Config {
     }
 }
 
+/// A `[politeness]` setting that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `max_concurrent_per_host` is out of its bounds.
+    #[error("politeness.max_concurrent_per_host = {0} is outside 1..=1024")]
+    MaxConcurrentPerHost(usize),
+    /// `min_delay_ms` is above its bound.
+    #[error("politeness.min_delay_ms = {0} is above 60000")]
+    MinDelay(u64),
+    /// `idle_forget_secs` is out of its bounds.
+    #[error("politeness.idle_forget_secs = {0} is outside 1..=86400")]
+    IdleForget(u64),
+    /// `robots_wait_secs` is above its bound.
+    #[error("politeness.robots_wait_secs = {0} is above 86400")]
+    RobotsWait(u64),
+}
+
 impl Config {
     /// Checks the values against their fixed bounds.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(1..=1024).contains(&self.max_concurrent_per_host) {
-            return Err(format!(
-                "politeness.max_concurrent_per_host = {} is outside 1..=1024",
-                self.max_concurrent_per_host
+            return Err(ConfigError::MaxConcurrentPerHost(
+                self.max_concurrent_per_host,
             ));
         }
         if self.min_delay_ms > 60_000 {
-            return Err(format!(
-                "politeness.min_delay_ms = {} is above 60000",
-                self.min_delay_ms
-            ));
+            return Err(ConfigError::MinDelay(self.min_delay_ms));
         }
         if !(1..=86_400).contains(&self.idle_forget_secs) {
-            return Err(format!(
-                "politeness.idle_forget_secs = {} is outside 1..=86400",
-                self.idle_forget_secs
-            ));
+            return Err(ConfigError::IdleForget(self.idle_forget_secs));
         }
         if self.robots_wait_secs > 86_400 {
-            return Err(format!(
-                "politeness.robots_wait_secs = {} is above 86400",
-                self.robots_wait_secs
-            ));
+            return Err(ConfigError::RobotsWait(self.robots_wait_secs));
         }
         Ok(())
     }
