@@ -24,7 +24,7 @@ pub(super) enum Refusal {
     Closed,
     /// Unparsable request, wrong form or scheme: `400`.
     BadRequest(&'static str),
-    /// Request head over [`Limits::head_bytes`] or too many headers: `431`.
+    /// Request head over [`super::Limits::head_bytes`] or too many headers: `431`.
     HeadTooLarge,
     /// The policy refused the destination: `403`.
     Blocked {
