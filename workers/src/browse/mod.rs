@@ -1,36 +1,50 @@
 //! The browse pool: headless Chromium driven over CDP (chromiumoxide), for pages built by
 //! JavaScript (`render`) and for scripted or interactive browsing (`actions`).
 //!
-//! - `pool`: launches the system Chromium (never downloads one) with a temporary profile,
-//!   behind the egress proxy; hands out one isolated browser context per job or session
-//!   (a `Tab` set); bounds open contexts (`browser_busy` when full) and the browser's memory
-//!   (recycled after N contexts or above a memory threshold); relaunches after a crash or hang.
+//! - `pool`: the [`Pool`]: one system Chromium (never downloaded), started on first use;
+//!   bounds open contexts (`browser_busy` when full) and the browser's memory (recycled after
+//!   N contexts or above a memory threshold); replaces a browser that crashed or hung.
+//! - `launch`: starting and stopping Chromium: temporary profile, launcher tied to the
+//!   worker's life, command line behind the egress proxy, sweep of stale profiles.
+//! - `memory`: the memory (PSS) of the browser's process tree, from `/proc`.
+//! - `lease`: a [`Lease`]: one isolated browser context per job or session, with its tabs.
+//! - `tab`: one tab: its page, requests in flight (network idle), main document, crashes.
+//! - `emulate`: the device profile and the credentials applied to each new tab.
 //! - `egress`: the in-process HTTP proxy every browser request goes through, applying the
 //!   same SSRF policy as the HTTP client, on the address actually connected to.
-//! - `actions`: the action set (`goto`, `click`, `type`, `snapshot`, `screenshot`, …) and
-//!   what each returns.
+//! - `actions`: running the action set (`goto`, `click`, `type`, `snapshot`, `screenshot`,
+//!   …) in a lease, each returning its outcome.
 //! - `render`: goto, wait for network idle, then the same extraction as a fetch.
 //! - `script`: browse jobs: a URL and a list of actions, each with its outcome.
 //! - `page.js`: the page-side helpers (snapshot numbering, fill, scroll hints, find).
+//!
+//! The data a browse job carries (actions and their outcomes, the device profile, the
+//! credentials) is part of the job contract (`crate::job`) and re-exported here.
 //!
 //! Not here: queues, storage, sessions' lifetimes and owners (the runner and the API keep
 //! those); this module returns data.
 
 pub mod actions;
 pub mod egress;
+mod emulate;
+mod launch;
+pub mod lease;
+mod memory;
 pub mod pool;
 pub mod render;
 pub mod script;
+pub mod tab;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::job::{ErrorCode, JobError};
 
-pub use actions::{Action, ActionOutcome};
-pub use pool::{Credentials, Lease, Pool};
+pub use crate::job::{Action, ActionOutcome, Credentials, Profile};
+pub use lease::Lease;
+pub use pool::Pool;
 
 /// Browser options. Every field is a `trawl.toml` key under `[browse]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,27 +125,6 @@ impl Config {
     }
 }
 
-/// A device the browser pretends to be.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Profile {
-    /// 1280×800, Chrome user agent.
-    #[default]
-    Desktop,
-    /// iPad 820×1180, touch, Safari iOS user agent.
-    Mobile,
-}
-
-impl Profile {
-    /// The snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Desktop => "desktop",
-            Profile::Mobile => "mobile",
-        }
-    }
-}
-
 /// Why the browser could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -192,6 +185,18 @@ impl Error {
         let mut error = JobError::new(self.code(), self.to_string());
         error.transient = self.is_transient();
         error
+    }
+}
+
+/// Runs a CDP call under a timeout, mapping its failure to a browser error.
+pub(crate) async fn with_timeout<T>(
+    timeout: Duration,
+    call: impl Future<Output = chromiumoxide::error::Result<T>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(Error::Crashed(error.to_string())),
+        Err(_) => Err(Error::Timeout(timeout.as_secs())),
     }
 }
 

@@ -12,8 +12,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::actions::{Failure, evaluate, navigate};
-use super::pool::{Credentials, with_timeout};
-use super::{Pool, Profile};
+use super::{Credentials, Pool, Profile, with_timeout};
 use crate::fetch::{self, Fetched, PageInfo};
 use crate::job::{ErrorCode, Extractor, FetchJob, JobError};
 

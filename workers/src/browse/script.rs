@@ -55,7 +55,7 @@ pub async fn run_script(pool: &Pool, job: &BrowseJob) -> Result<BrowseResult, Jo
         }
     }
     let timeout = std::time::Duration::from_secs(pool.config().command_timeout_secs);
-    let final_url = super::pool::with_timeout(timeout, lease.page().url())
+    let final_url = super::with_timeout(timeout, lease.page().url())
         .await
         .ok()
         .flatten()

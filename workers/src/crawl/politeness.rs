@@ -1,9 +1,14 @@
 //! Per-host politeness inside one process: at most N requests in flight per host, and a
 //! minimum gap between the starts of two requests to it, raised (never lowered) by the host's
-//! robots.txt `Crawl-delay`. Waiters for one host are served in the order they asked.
+//! robots.txt `Crawl-delay`. Waiters for one host are served in the order they asked. Hosts
+//! unused for a while are forgotten, so memory follows the hosts in recent use. [`Config`]
+//! (`[politeness]`) also holds how long a crawl page waits for a robots.txt that cannot be
+//! fetched, which the crawl in `trawl` applies.
 //!
-//! Not here: sharing the budget between workers or machines (that gate belongs to the queue
-//! backend, later), backing off on 429 or `Retry-After`, or choosing which URL goes next.
+//! Not here: the gate shared by every worker of a namespace (`trawl`'s crawl module keeps it
+//! in Redis, with these same limits, and falls back to this one when Redis is unreachable),
+//! backing off on 429 or `Retry-After` (the runner's retry delay honours `Retry-After`), or
+//! choosing which URL goes next.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -39,7 +39,7 @@ pub const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 /// found it unreachable (0 for the first): 1 s, doubling, at most 60 s. Pages wait for it
 /// rather than pass (RFC 9309 allows treating it as a full disallow).
 pub fn unreachable_retry(failures: u32) -> Duration {
-    Duration::from_secs(1_u64 << failures.min(6)).min(Duration::from_secs(60))
+    crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60)).delay(failures)
 }
 
 /// How the robots.txt behind a [`Robots`] was obtained (RFC 9309, section 2.3.1).

@@ -1,11 +1,13 @@
 //! The web toolbox: the SSRF-guarded client and everything between response bytes and clean
 //! text. `client`: URL in, bounded response out, every hop and every address checked.
-//! `ssrf`: the destination policy. `dns`: resolution behind the policy. `charset`: bytes to
-//! text. `extract`: HTML to main content, links and metadata. `prune`: boilerplate rules
-//! around Readability. `blockpage`: walls, challenges and shells. `pdf`: PDF to text.
-//! `normalize`: URL normalisation.
+//! `ssrf`: the destination policy. `dns`: resolution behind the policy. `proxy`: the
+//! configured outbound proxies and how a request picks one (a job's own choice is the
+//! contract's, re-exported). `charset`: bytes to text. `extract`: HTML to main content, links
+//! and metadata. `prune`: boilerplate rules around Readability. `blockpage`: walls,
+//! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation.
 //!
-//! Not here: jobs, retries or storage; this module knows nothing of queues.
+//! Not here: running jobs, retries or storage; this module knows nothing of queues. It uses
+//! the contract's error codes and output types (`crate::job`) and nothing else of the crate.
 
 pub mod blockpage;
 pub mod charset;

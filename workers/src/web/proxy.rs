@@ -1,7 +1,8 @@
 //! Outbound proxies: the configured list (`[proxy]`: http, https, socks5 and socks5h URLs,
 //! credentials allowed), how a request picks one (rotation per request, or sticky per host so a
-//! site always sees the same exit), and a job's own choice (`"direct"`, or a proxy URL of its
-//! own). The guarded client builds one connection pool per proxy and asks here which to use.
+//! site always sees the same exit). A job's own choice (`"direct"`, or a proxy URL of its own)
+//! and proxy URLs themselves are part of the job contract (`crate::job`) and re-exported here.
+//! The guarded client builds one connection pool per proxy and asks here which to use.
 //!
 //! What the SSRF guard still does through a proxy: the URL's host is checked (IP literals,
 //! blocked names, `localhost`), and the name is resolved here first and refused when any answer
@@ -16,7 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
-use url::Url;
+
+pub use crate::job::{Choice, ProxyUrl, SCHEMES, redact_option};
 
 /// The proxies every request goes through unless its job says otherwise. Every field is a
 /// `trawl.toml` key under `[proxy]`.
@@ -54,112 +56,6 @@ pub enum Rotation {
     Request,
 }
 
-/// A proxy URL. Its password never shows: `Debug` and serialisation replace it.
-#[derive(Clone, PartialEq, Eq, Hash, Deserialize)]
-#[serde(transparent)]
-pub struct ProxyUrl(String);
-
-/// The schemes a proxy URL may have.
-pub const SCHEMES: [&str; 4] = ["http", "https", "socks5", "socks5h"];
-
-impl ProxyUrl {
-    /// Wraps a URL (checked by [`ProxyUrl::parse`]).
-    pub fn new(url: impl Into<String>) -> ProxyUrl {
-        ProxyUrl(url.into())
-    }
-
-    /// The URL, credentials included, for the one place that connects with it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    /// Parses and checks the URL: a known scheme, a host and a port, no path or query.
-    pub fn parse(&self) -> Result<Url, String> {
-        let url = Url::parse(&self.0).map_err(|error| format!("not a URL ({error})"))?;
-        if !SCHEMES.contains(&url.scheme()) {
-            return Err(format!(
-                "scheme {:?} is not a proxy scheme (http, https, socks5, socks5h)",
-                url.scheme()
-            ));
-        }
-        if url.host_str().is_none_or(str::is_empty) {
-            return Err("a proxy URL needs a host".to_owned());
-        }
-        if url.port_or_known_default().is_none() {
-            return Err("a socks proxy URL needs a port".to_owned());
-        }
-        if url.path() != "/" && !url.path().is_empty() || url.query().is_some() {
-            return Err("a proxy URL has no path or query".to_owned());
-        }
-        Ok(url)
-    }
-
-    /// `scheme://host:port`, without credentials: how logs and errors name the proxy.
-    pub fn label(&self) -> String {
-        match self.parse() {
-            Ok(url) => format!(
-                "{}://{}:{}",
-                url.scheme(),
-                url.host_str().unwrap_or_default(),
-                url.port_or_known_default().unwrap_or_default()
-            ),
-            Err(_) => "(invalid proxy URL)".to_owned(),
-        }
-    }
-
-    /// The URL with its password replaced, for display.
-    pub fn redacted(&self) -> String {
-        match Url::parse(&self.0) {
-            Ok(mut url) if url.password().is_some() => {
-                let _ = url.set_password(Some("[redacted]"));
-                url.to_string()
-            }
-            Ok(url) => url.to_string(),
-            Err(_) => "[redacted]".to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for ProxyUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
-impl Serialize for ProxyUrl {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.redacted())
-    }
-}
-
-/// How one request goes out.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Choice {
-    /// Through the configured proxies, if any (the default).
-    #[default]
-    Configured,
-    /// Straight to the site, whatever is configured.
-    Direct,
-    /// Through this proxy (a job's own).
-    Via(ProxyUrl),
-}
-
-impl Choice {
-    /// A job's `proxy` option: none, `"direct"`, or a proxy URL.
-    pub fn from_option(option: Option<&str>) -> Result<Choice, String> {
-        match option {
-            None => Ok(Choice::Configured),
-            Some("direct") => Ok(Choice::Direct),
-            Some(url) => {
-                let url = ProxyUrl::new(url);
-                url.parse()
-                    .map_err(|error| format!("proxy: {error}; give \"direct\" or a proxy URL"))?;
-                Ok(Choice::Via(url))
-            }
-        }
-    }
-}
-
 /// Which configured proxy serves a request to `host` (`counter`: a running count of requests,
 /// for round-robin). `None` when the list is empty.
 pub fn pick(rotation: Rotation, count: usize, host: &str, counter: usize) -> Option<usize> {
@@ -175,15 +71,6 @@ pub fn pick(rotation: Rotation, count: usize, host: &str, counter: usize) -> Opt
             (u64::from_be_bytes(first) % count as u64) as usize
         }
     })
-}
-
-/// Redacts the password of a job's `proxy` option for storage and display.
-pub fn redact_option(option: &str) -> String {
-    if option == "direct" {
-        option.to_owned()
-    } else {
-        ProxyUrl::new(option).redacted()
-    }
 }
 
 #[cfg(test)]
@@ -217,20 +104,6 @@ mod tests {
         };
         let error = config.validate().unwrap_err();
         assert!(error.starts_with("proxy.urls[1]"), "{error}");
-    }
-
-    #[test]
-    fn a_job_chooses_direct_a_proxy_of_its_own_or_the_configured_ones() {
-        assert_eq!(Choice::from_option(None), Ok(Choice::Configured));
-        assert_eq!(Choice::from_option(Some("direct")), Ok(Choice::Direct));
-        assert_eq!(
-            Choice::from_option(Some("socks5://p:1080")),
-            Ok(Choice::Via(ProxyUrl::new("socks5://p:1080")))
-        );
-        let error = Choice::from_option(Some("nope")).unwrap_err();
-        assert!(error.contains("\"direct\""), "{error}");
-        assert_eq!(redact_option("direct"), "direct");
-        assert!(!redact_option("http://u:pw@p:1/").contains("pw"));
     }
 
     #[test]

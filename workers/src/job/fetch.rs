@@ -1,0 +1,231 @@
+//! Fetch jobs and their results: one URL over plain HTTP (or rendered), its output format and
+//! render mode, and the closed result with the extracted content and metadata.
+//!
+//! Not here: fetching and extraction themselves (`crate::fetch`, `crate::web`).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::proxy::Choice;
+
+/// What a fetch job returns as its main text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Readability article converted to markdown (the default).
+    #[default]
+    Markdown,
+    /// Readability article as plain text, paragraphs separated by blank lines.
+    Text,
+    /// Readability article as cleaned HTML.
+    Html,
+}
+
+impl Format {
+    /// Returns the snake_case name of the format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Markdown => "markdown",
+            Format::Text => "text",
+            Format::Html => "html",
+        }
+    }
+}
+
+/// Fetch one URL over plain HTTP (no JavaScript) and extract its main content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchJob {
+    /// The http or https URL to fetch.
+    #[schema(format = "uri")]
+    pub url: String,
+    /// The output format of `content.text`.
+    #[serde(default)]
+    pub extract: Format,
+    /// Characters of `content.text` returned in the result (the whole text is always stored);
+    /// `None` takes the configured default, and any value is bounded by the configured cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    /// Seconds a stored page of the same URL and options may be served instead of fetching;
+    /// `Some(0)` bypasses the cache for reading and writing, `None` takes the configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 315_360_000)]
+    pub cache_ttl: Option<u64>,
+    /// Whether the page goes on to the archive (index and WARC) once stored.
+    #[serde(default)]
+    pub archive: bool,
+    /// Render the page in headless Chromium (`true`), over plain HTTP (`false`, the default),
+    /// or over plain HTTP first and in Chromium when the page looks built by JavaScript
+    /// (`"auto"`).
+    #[serde(default, skip_serializing_if = "Render::is_off")]
+    pub render: Render,
+    /// The proxy this fetch goes through: absent, the configured ones (`[proxy]`);
+    /// `"direct"`, none; or a proxy URL of its own (`http://`, `https://`, `socks5://`,
+    /// `socks5h://`, credentials allowed and never shown), whose address is checked like any
+    /// destination's. Rendered pages go through the browser's egress, not a proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+}
+
+/// Whether a page is rendered in the browser: `false`, `true` or `"auto"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Render {
+    /// `true`: always in the browser; `false`: never.
+    Flag(bool),
+    /// `"auto"`: in the browser when the plain page looks built by JavaScript.
+    Mode(RenderMode),
+}
+
+/// The named render modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RenderMode {
+    /// Escalate from plain HTTP to the browser when the page looks built by JavaScript.
+    Auto,
+}
+
+impl Default for Render {
+    fn default() -> Self {
+        Render::Flag(false)
+    }
+}
+
+impl Render {
+    /// Plain HTTP only.
+    pub fn is_off(&self) -> bool {
+        *self == Render::Flag(false)
+    }
+
+    /// Always in the browser.
+    pub fn is_on(&self) -> bool {
+        *self == Render::Flag(true)
+    }
+
+    /// Plain HTTP first, the browser when the page looks built by JavaScript.
+    pub fn is_auto(&self) -> bool {
+        *self == Render::Mode(RenderMode::Auto)
+    }
+
+    /// `"false"`, `"true"` or `"auto"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Render::Flag(false) => "false",
+            Render::Flag(true) => "true",
+            Render::Mode(RenderMode::Auto) => "auto",
+        }
+    }
+}
+
+/// The longest cache TTL a job may ask for: ten years, in seconds.
+pub const MAX_CACHE_TTL_SECS: u64 = 315_360_000;
+
+impl FetchJob {
+    /// Checks the options against their bounds.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cache_ttl.is_some_and(|ttl| ttl > MAX_CACHE_TTL_SECS) {
+            return Err(format!(
+                "cache_ttl is above {MAX_CACHE_TTL_SECS} s (ten years)"
+            ));
+        }
+        Choice::from_option(self.proxy.as_deref())?;
+        Ok(())
+    }
+
+    /// Returns a fetch job for `url` with every option at its default.
+    pub fn new(url: impl Into<String>) -> Self {
+        FetchJob {
+            url: url.into(),
+            extract: Format::default(),
+            max_chars: None,
+            cache_ttl: None,
+            archive: false,
+            render: Render::default(),
+            proxy: None,
+        }
+    }
+}
+
+/// How the main content was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Extractor {
+    /// Readability found an article.
+    Readability,
+    /// No article was found: the whole body was converted (a warning says so).
+    Fallback,
+    /// The response was already text (plain text, markdown, JSON) and passed through.
+    Passthrough,
+    /// Text extracted from a PDF, with page markers.
+    Pdf,
+    /// Readability over the document as headless Chromium rendered it.
+    Browser,
+}
+
+/// The closed result of a fetch job (design §2 fetch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FetchResult {
+    /// The URL as requested.
+    pub url: String,
+    /// The URL after redirects (the requested URL when the final one exceeds 2,048 chars).
+    pub final_url: String,
+    /// HTTP status of the final response.
+    pub status: u16,
+    /// Content type of the final response, without parameters.
+    pub content_type: String,
+    /// Page title, at most 256 chars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// How the content was extracted.
+    pub extractor: Extractor,
+    /// Something the caller should know about the content, at most 256 chars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// True when served from the page cache without fetching.
+    pub cached: bool,
+    /// The extracted content (possibly truncated; the whole text is stored).
+    pub content: Content,
+    /// Absolute, normalised links found in the page, in document order, without duplicates.
+    pub links: Vec<String>,
+    /// Metadata from the page head.
+    pub meta: Meta,
+    /// Id of the stored page; `trawl read` and `GET /v1/pages` read the whole text.
+    pub page_id: String,
+    /// sha256 of the whole extracted text, hex.
+    pub content_hash: String,
+}
+
+/// The extracted text and its accounting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Content {
+    /// The text, cut at `max_chars` characters.
+    pub text: String,
+    /// Characters in `text`.
+    pub length: usize,
+    /// Characters in the whole extracted text.
+    pub raw_length: usize,
+    /// True when `text` is shorter than the whole text.
+    pub truncated: bool,
+    /// When the page was fetched (RFC 3339, UTC).
+    pub fetched_at: String,
+    /// Milliseconds the fetch and extraction took (0 when cached).
+    pub took_ms: u64,
+}
+
+/// Metadata read from the page head (and JSON-LD where the head lacks it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// `<meta name="description">` or its Open Graph equivalent.
+    pub description: Option<String>,
+    /// Language from `<html lang>` or `Content-Language`.
+    pub lang: Option<String>,
+    /// The absolute `rel=canonical` URL.
+    pub canonical: Option<String>,
+    /// Publication date as the page states it.
+    pub published: Option<String>,
+    /// Author or byline.
+    pub author: Option<String>,
+}

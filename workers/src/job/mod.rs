@@ -1,0 +1,127 @@
+//! The job contract shared by producers (CLI, API) and consumers (the runner and the pools):
+//! job kinds with their stable JSON form (`{"kind": "fetch", ...}`), their results, the plain
+//! data they carry, and the public error codes every failure maps to. This module sits at the
+//! bottom of the crate: it imports no capability module (`web`, `fetch`, `crawl`, `browse`),
+//! and those re-export the types of theirs that live here.
+//!
+//! - `error`: [`ErrorCode`] and [`JobError`].
+//! - `fetch`: [`FetchJob`], its format and render mode, and [`FetchResult`].
+//! - `browse`: [`BrowseJob`], the device [`Profile`], and [`BrowseResult`].
+//! - `action`: the browser [`Action`]s a script or session runs and their [`ActionOutcome`].
+//! - `credentials`: the cookies, headers and localStorage a browse job carries.
+//! - `crawl`: [`CrawlSpec`].
+//! - `scope`: a crawl's [`Scope`] and its include/exclude [`UrlFilter`].
+//! - `proxy`: the proxy a job asks for ([`Choice`], [`ProxyUrl`]).
+//!
+//! Not here: how jobs are queued or stored (`trawl::queue`, `trawl::store`), nor the work itself
+//! (`fetch`, `browse`, `web`).
+
+mod action;
+mod browse;
+mod crawl;
+mod credentials;
+mod error;
+mod fetch;
+mod proxy;
+mod scope;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub use action::{Action, ActionError, ActionOutcome, Image, KEYS, ScrollDirection};
+pub use browse::{BrowseJob, BrowseResult, MAX_ACTIONS, Profile};
+pub use crawl::CrawlSpec;
+pub use credentials::{CookieSpec, Credentials};
+pub use error::{ErrorCode, JobError};
+pub use fetch::{
+    Content, Extractor, FetchJob, FetchResult, Format, MAX_CACHE_TTL_SECS, Meta, Render, RenderMode,
+};
+pub use proxy::{Choice, ProxyUrl, SCHEMES, redact_option};
+pub use scope::{FilterError, MAX_GLOB_LEN, MAX_GLOBS, Scope, UrlFilter};
+
+/// A unit of work as it travels through the queue: options and URLs, never page bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Job {
+    /// One URL over plain HTTP, extracted to markdown, text or HTML.
+    Fetch(FetchJob),
+    /// A script of browser actions on a page, in a fresh browser context.
+    Browse(BrowseJob),
+}
+
+impl Job {
+    /// Returns the job kind as its snake_case name (`"fetch"`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Fetch(_) => "fetch",
+            Job::Browse(_) => "browse",
+        }
+    }
+
+    /// Checks the options against their bounds (the URL is checked by the fetch client).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Job::Fetch(job) => job.validate(),
+            Job::Browse(job) => job.validate(),
+        }
+    }
+
+    /// Returns the URL the job is about, for logs and summaries.
+    pub fn url(&self) -> &str {
+        match self {
+            Job::Fetch(job) => &job.url,
+            Job::Browse(job) => &job.url,
+        }
+    }
+
+    /// The job's JSON form as it may be stored and shown: credentials (cookies, headers,
+    /// localStorage) are replaced by their counts. The queue carries the job itself.
+    pub fn redacted_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).expect("jobs are plain data and serialise");
+        if let Job::Fetch(job) = self
+            && let Some(proxy) = &job.proxy
+        {
+            value["proxy"] = serde_json::Value::String(proxy::redact_option(proxy));
+        }
+        if let Job::Browse(job) = self
+            && !job.credentials.is_empty()
+        {
+            value["credentials"] = serde_json::json!({
+                "redacted": true,
+                "cookies": job.credentials.cookies.len(),
+                "headers": job.credentials.headers.len(),
+                "local_storage": job.credentials.local_storage.len(),
+            });
+        }
+        value
+    }
+
+    /// True when the job needs the browser pool (browse jobs, fetches with `render: true`).
+    pub fn needs_browser(&self) -> bool {
+        match self {
+            Job::Fetch(job) => job.render.is_on(),
+            Job::Browse(_) => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_json_form_is_tagged_by_kind() {
+        let job: Job = serde_json::from_str(r#"{"kind":"fetch","url":"https://example.com/"}"#)
+            .expect("valid job");
+        assert_eq!(job, Job::Fetch(FetchJob::new("https://example.com/")));
+        let json = serde_json::to_value(&job).expect("serialises");
+        assert_eq!(json["kind"], "fetch");
+        assert_eq!(json["extract"], "markdown");
+    }
+
+    #[test]
+    fn unknown_fields_and_kinds_are_refused() {
+        assert!(serde_json::from_str::<Job>(r#"{"kind":"fetch","url":"x","nope":1}"#).is_err());
+        assert!(serde_json::from_str::<Job>(r#"{"kind":"teleport","url":"x"}"#).is_err());
+    }
+}
