@@ -378,31 +378,23 @@ impl App {
         let mut teardown = Teardown::default();
         self.shutdown.trigger();
         if let Some(pool) = self.fetch_pool.take() {
-            match tokio::time::timeout(grace, pool).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(error))) => teardown.problem(format!("fetch pool: {error}")),
-                Ok(Err(error)) => teardown.problem(format!("fetch pool task failed: {error}")),
-                Err(_) => teardown.problem(format!(
+            let late = || {
+                format!(
                     "running jobs did not finish within {} s; the queue will hand them out again",
                     grace.as_secs()
-                )),
-            }
+                )
+            };
+            teardown.join("fetch pool", pool, Some(grace), late).await;
         }
         if let Some(pool) = self.archive_pool.take() {
             pool.shutdown.trigger();
-            let ended = match pool.stop {
-                Stop::Drain => Ok(pool.task.await),
-                Stop::Now => tokio::time::timeout(grace, pool.task).await,
+            // A draining pool archives every pending page, however long that takes.
+            let grace = (pool.stop == Stop::Now).then_some(grace);
+            let late = || {
+                "the archive pool did not stop in time; pending pages wait for the next start"
+                    .to_owned()
             };
-            match ended {
-                Ok(Ok(Ok(stats))) => teardown.archived = Some(stats),
-                Ok(Ok(Err(error))) => teardown.problem(format!("archive pool: {error}")),
-                Ok(Err(error)) => teardown.problem(format!("archive pool task failed: {error}")),
-                Err(_) => teardown.problem(
-                    "the archive pool did not stop in time; pending pages wait for the next start"
-                        .to_owned(),
-                ),
-            }
+            teardown.archived = teardown.join("archive pool", pool.task, grace, late).await;
         }
         teardown
     }
@@ -417,15 +409,13 @@ impl App {
     pub async fn shutdown(mut self, grace: Duration) -> Teardown {
         let mut teardown = self.stop_pools(grace).await;
         for (name, server) in self.servers.drain(..) {
-            match tokio::time::timeout(grace, server).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(error))) => teardown.problem(format!("{name}: {error}")),
-                Ok(Err(error)) => teardown.problem(format!("{name} task failed: {error}")),
-                Err(_) => teardown.problem(format!(
+            let late = || {
+                format!(
                     "{name}: connections still open after {} s were dropped",
                     grace.as_secs()
-                )),
-            }
+                )
+            };
+            teardown.join(name, server, Some(grace), late).await;
         }
         if let Some(registration) = self.session_host.take() {
             registration.stop().await;
@@ -445,6 +435,28 @@ impl App {
 }
 
 impl Teardown {
+    /// Waits for a part's task to end, up to `grace` when given, and records what went
+    /// wrong: its error, its panic, or `late()` when it was still running.
+    async fn join<T, E: std::fmt::Display>(
+        &mut self,
+        name: &str,
+        task: JoinHandle<Result<T, E>>,
+        grace: Option<Duration>,
+        late: impl FnOnce() -> String,
+    ) -> Option<T> {
+        let ended = match grace {
+            Some(grace) => tokio::time::timeout(grace, task).await.ok(),
+            None => Some(task.await),
+        };
+        match ended {
+            Some(Ok(Ok(value))) => return Some(value),
+            Some(Ok(Err(error))) => self.problem(format!("{name}: {error}")),
+            Some(Err(error)) => self.problem(format!("{name} task failed: {error}")),
+            None => self.problem(late()),
+        }
+        None
+    }
+
     fn problem(&mut self, problem: String) {
         tracing::warn!("{problem}");
         self.problems.push(problem);
