@@ -55,6 +55,8 @@ mod common;
 mod knobs;
 #[path = "common/labelled.rs"]
 mod labelled;
+#[path = "common/quantile.rs"]
+mod quantile;
 
 #[path = "archive/latency.rs"]
 mod latency;

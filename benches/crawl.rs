@@ -62,6 +62,8 @@ mod figures;
 mod knobs;
 #[path = "common/nginx.rs"]
 mod nginx;
+#[path = "common/proc_status.rs"]
+mod proc_status;
 #[path = "common/process.rs"]
 mod process;
 #[path = "common/redis.rs"]

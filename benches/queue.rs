@@ -67,6 +67,8 @@ mod figures;
     reason = "the queue benchmark's knobs are positive counts and lists"
 )]
 mod knobs;
+#[path = "common/proc_status.rs"]
+mod proc_status;
 #[path = "common/redis.rs"]
 mod redis_server;
 #[path = "common/server.rs"]

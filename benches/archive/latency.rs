@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use trawl_workers::archive::index::{ArchiveIndex, PageDoc, SearchQuery};
 
+use crate::quantile::percentile;
 use crate::summary::Row;
 use crate::synth::{Corpus, Rng, Synth, tail_range};
 use crate::{
@@ -304,10 +305,4 @@ pub(crate) fn segments(dir: &Path) -> Option<usize> {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).ok()?).ok()?;
     meta.get("segments")?.as_array().map(Vec::len)
-}
-
-/// The `q` quantile of sorted `times` (nearest rank).
-pub(crate) fn percentile(times: &[Duration], q: f64) -> Duration {
-    let i = ((times.len() - 1) as f64 * q).round() as usize;
-    times[i.min(times.len() - 1)]
 }

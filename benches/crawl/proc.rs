@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::Result;
+use crate::proc_status::status_kb;
 use crate::process::{Group, Usage, read_usage, tail};
 use crate::run::Samples;
 
@@ -106,7 +107,7 @@ impl Proc {
                     watch.push(pid);
                 }
                 for (series, pid) in samples.iter_mut().zip(&watch) {
-                    if let Some(kb) = vm_rss_kb(*pid) {
+                    if let Some(kb) = status_kb(*pid, "VmRSS") {
                         series.0.push(kb);
                     }
                 }
@@ -192,15 +193,4 @@ impl Proc {
 pub(crate) fn first_child(pid: u32) -> Option<u32> {
     let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
     children.split_whitespace().next()?.parse().ok()
-}
-
-pub(crate) fn vm_rss_kb(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }

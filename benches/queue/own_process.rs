@@ -1,22 +1,11 @@
 //! The bench process's own figures from `/proc/self`: peak RSS (VmHWM, and its reset between
 //! runs) and CPU time. It does not look at other processes.
 
+use crate::proc_status::status_kb;
+
 /// Peak RSS of this process so far (VmHWM), in MB.
 pub(crate) fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix("VmHWM:").and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                })
-            })
-        })
-        .map_or(f64::NAN, |kb| kb / 1_024.0)
+    status_kb("self", "VmHWM").map_or(f64::NAN, |kb| kb as f64 / 1_024.0)
 }
 
 /// CPU time (user + system) of this process so far, in seconds (`/proc/self/stat`, at the
