@@ -30,6 +30,8 @@
 #![allow(clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/quantile.rs"]
+mod quantile;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +43,8 @@ use trawl_workers::browse::{self, Action, Credentials, Pool, Profile, render};
 use trawl_workers::fetch;
 use trawl_workers::job::{FetchJob, Render};
 use trawl_workers::web::{self, Dns};
+
+use quantile::percentile;
 
 async fn new_pool(dns: &Dns) -> Pool {
     Pool::new(
@@ -55,12 +59,6 @@ async fn new_pool(dns: &Dns) -> Pool {
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
-}
-
-fn percentile(values: &mut [Duration], p: f64) -> Duration {
-    values.sort();
-    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[index]
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -249,6 +247,7 @@ async fn actions(pool: &Pool, origin: &str, summary: &mut Vec<(String, String)>)
     }
     lease.close().await;
     for (name, _, samples) in times.iter_mut() {
+        samples.sort();
         let p50 = percentile(samples, 0.50);
         let p99 = percentile(samples, 0.99);
         println!(

@@ -1,0 +1,163 @@
+//! One crawl run's figures: the VmRSS samples of a fetching process, the counters `trawl crawl`
+//! prints (parsed from its output), and the [`Run`] that gathers them with the run's broken
+//! checks and its one-line description. It does not start processes, check the crawl or print
+//! the report.
+
+use crate::process::Usage;
+use crate::{Mode, Result, WARM_UP_SAMPLES};
+
+/// VmRSS samples of one process, in kB, one a second.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Samples(pub(crate) Vec<u64>);
+
+impl Samples {
+    pub(crate) fn summary(&self) -> Option<(u64, u64, u64, u64)> {
+        let all = &self.0;
+        let warm = if all.len() > WARM_UP_SAMPLES {
+            &all[WARM_UP_SAMPLES..]
+        } else {
+            &all[..]
+        };
+        let first = *warm.first()?;
+        let last = *warm.last()?;
+        let mut sorted = warm.to_vec();
+        sorted.sort_unstable();
+        let median = sorted[sorted.len() / 2];
+        let max = *sorted.last()?;
+        Some((first, median, last, max))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match self.summary() {
+            Some((first, median, last, max)) => format!(
+                "{} samples: first {:.0} MB, median {:.0} MB, last {:.0} MB, max {:.0} MB, last/first {:.2}",
+                self.0.len(),
+                first as f64 / 1024.0,
+                median as f64 / 1024.0,
+                last as f64 / 1024.0,
+                max as f64 / 1024.0,
+                last as f64 / first.max(1) as f64
+            ),
+            None => "no samples".to_owned(),
+        }
+    }
+}
+
+/// The summary `trawl crawl` prints.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Summary {
+    pub(crate) fetched: u64,
+    pub(crate) failed: u64,
+    pub(crate) discovered: u64,
+    pub(crate) queued: u64,
+    pub(crate) skipped_scope: u64,
+    pub(crate) skipped_robots: u64,
+    pub(crate) skipped_depth: u64,
+    pub(crate) skipped_limit: u64,
+    pub(crate) duplicates: u64,
+}
+
+pub(crate) struct Run {
+    pub(crate) mode: Mode,
+    pub(crate) index: usize,
+    pub(crate) crawl: Usage,
+    /// The fetching processes: the crawl itself (embedded) or the workers.
+    pub(crate) fetchers: Vec<(String, Usage, Samples)>,
+    pub(crate) summary: Summary,
+    /// Pages in the store: rows, and distinct final URLs.
+    pub(crate) stored_rows: u64,
+    /// What the access log showed, as lines for the report.
+    pub(crate) log_notes: Vec<String>,
+    /// Broken correctness checks.
+    pub(crate) failures: Vec<String>,
+}
+
+impl Run {
+    pub(crate) fn pages_per_sec(&self) -> f64 {
+        self.summary.fetched as f64 / self.crawl.wall.max(1e-9)
+    }
+
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        let mut cpu = self.crawl.user + self.crawl.sys;
+        if self.mode == Mode::Distributed {
+            cpu += self
+                .fetchers
+                .iter()
+                .map(|(_, usage, _)| usage.user + usage.sys)
+                .sum::<f64>();
+        }
+        cpu
+    }
+
+    pub(crate) fn cpu_ms_per_page(&self) -> f64 {
+        self.cpu_seconds() * 1e3 / self.summary.fetched.max(1) as f64
+    }
+
+    pub(crate) fn max_rss_mb(&self) -> f64 {
+        self.fetchers
+            .iter()
+            .map(|(_, usage, _)| usage.rss_kb)
+            .chain([self.crawl.rss_kb])
+            .max()
+            .unwrap_or(0) as f64
+            / 1024.0
+    }
+
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "{} run {}: {:.1} s wall, {} fetched, {:.0} pages/s, {:.2} ms CPU/page, peak RSS {:.0} MB, {}",
+            self.mode.name(),
+            self.index,
+            self.crawl.wall,
+            self.summary.fetched,
+            self.pages_per_sec(),
+            self.cpu_ms_per_page(),
+            self.max_rss_mb(),
+            if self.failures.is_empty() {
+                "checks passed".to_owned()
+            } else {
+                format!("{} CHECKS FAILED", self.failures.len())
+            }
+        )
+    }
+}
+
+/// Reads `trawl crawl`'s summary: "… N pages fetched, F failed in …" and "urls: …".
+pub(crate) fn parse_summary(stdout: &str) -> Result<Summary> {
+    let numbers = |line: &str| -> Vec<u64> {
+        line.split(|c: char| !c.is_ascii_digit())
+            .filter(|part| !part.is_empty())
+            .filter_map(|part| part.parse().ok())
+            .collect()
+    };
+    let done = stdout
+        .lines()
+        .find(|line| line.starts_with("done: crawl "))
+        .ok_or("no `done: crawl …` line in trawl crawl's output")?;
+    let (_, counts) = done
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_once(": "))
+        .ok_or_else(|| format!("unexpected summary line {done:?}"))?;
+    let counts = numbers(counts.split(" in ").next().unwrap_or_default());
+    let urls = stdout
+        .lines()
+        .find(|line| line.starts_with("urls: "))
+        .ok_or("no `urls: …` line in trawl crawl's output")?;
+    let u = numbers(urls);
+    match (&counts[..], &u[..]) {
+        ([fetched, failed], [discovered, queued, scope, robots, depth, limit, duplicates]) => {
+            Ok(Summary {
+                fetched: *fetched,
+                failed: *failed,
+                discovered: *discovered,
+                queued: *queued,
+                skipped_scope: *scope,
+                skipped_robots: *robots,
+                skipped_depth: *depth,
+                skipped_limit: *limit,
+                duplicates: *duplicates,
+            })
+        }
+        _ => Err(format!("unexpected summary lines {done:?} / {urls:?}")),
+    }
+}
