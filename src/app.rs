@@ -142,7 +142,7 @@ impl std::fmt::Debug for App {
 pub struct Teardown {
     /// The archive pool's counts, when one ran and ended well.
     pub archived: Option<Stats>,
-    /// What did not stop cleanly or in time (each already logged).
+    /// What did not stop cleanly or in time, for the caller to report.
     pub problems: Vec<String>,
 }
 
@@ -243,11 +243,6 @@ impl App {
         &self.deps
     }
 
-    /// The configuration the application was built with.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     /// The stop request the servers, pools and session host watch. Triggering it stops them
     /// taking work; [`App::shutdown`] triggers it too and then waits for each part.
     pub fn shutdown_signal(&self) -> Shutdown {
@@ -259,7 +254,7 @@ impl App {
     pub fn start_pools(&mut self) {
         if self.fetch_pool.is_none() {
             let deps = self.deps.clone();
-            let shutdown = self.shutdown.child();
+            let shutdown = self.shutdown.clone();
             self.fetch_pool = Some(tokio::spawn(runner::run_pool(deps, shutdown)));
         }
     }
@@ -458,7 +453,6 @@ impl Teardown {
     }
 
     fn problem(&mut self, problem: String) {
-        tracing::warn!("{problem}");
         self.problems.push(problem);
     }
 }

@@ -13,7 +13,7 @@ use std::future::Future;
 use tokio_util::sync::CancellationToken;
 
 /// A stop request shared by the parts of a process. Cloning gives another handle on the same
-/// request; [`Shutdown::child`] one that stops with this one or on its own.
+/// request.
 #[derive(Debug, Clone, Default)]
 pub struct Shutdown {
     token: CancellationToken,
@@ -44,13 +44,6 @@ impl Shutdown {
     pub fn waiter(&self) -> impl Future<Output = ()> + Send + 'static {
         self.token.clone().cancelled_owned()
     }
-
-    /// A handle stopped by this one, or by its own [`Shutdown::trigger`] alone.
-    pub fn child(&self) -> Shutdown {
-        Shutdown {
-            token: self.token.child_token(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -58,19 +51,18 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_child_stops_with_its_parent_but_not_the_other_way() {
-        let parent = Shutdown::new();
-        let child = parent.child();
-        child.trigger();
-        assert!(child.is_triggered());
-        assert!(!parent.is_triggered());
-
-        let other = parent.child();
+    async fn every_handle_and_waiter_sees_one_trigger() {
+        let shutdown = Shutdown::new();
+        let other = shutdown.clone();
         let waiter = other.waiter();
-        parent.trigger();
+        assert!(!other.is_triggered());
+        shutdown.trigger();
         tokio::time::timeout(std::time::Duration::from_secs(1), waiter)
             .await
-            .expect("a child's waiter completes when the parent triggers");
+            .expect("a waiter made before the trigger completes");
         assert!(other.is_triggered());
+        tokio::time::timeout(std::time::Duration::from_secs(1), other.wait())
+            .await
+            .expect("waiting after the trigger completes at once");
     }
 }

@@ -26,7 +26,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     }
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
-    let store = super::open_store(&config).await?;
+    let store = crate::app::open_store(&config).await?;
     let missing = store.request_archive(&urls).await?;
     if !missing.is_empty() {
         eprintln!(

@@ -10,7 +10,7 @@ use trawl_workers::crawl::Scope;
 use trawl_workers::job::{CrawlSpec, Format};
 
 use super::extract::FormatArg;
-use crate::app::Needs;
+use crate::app::{App, Needs};
 use crate::config::Config;
 use crate::store::{CrawlRecord, CrawlStatus};
 
@@ -123,7 +123,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         eprintln!("trawl: {error}");
         return Ok(ExitCode::from(2));
     }
-    let mut app = super::build_app(
+    let mut app = App::build(
         &config,
         Needs {
             browser: !args.no_pools,
@@ -173,15 +173,9 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         }
     };
     progress.finish();
-    if args.archive && !args.no_pools && !args.quiet {
-        eprintln!("trawl: archiving the remaining pages...");
-    }
-    let archived = super::stop_pools(&mut app, config.shutdown_grace())
-        .await
-        .archived;
-    if args.archive && !args.no_pools && archived.is_none() {
-        anyhow::bail!("the archive pool failed; pending pages are archived at its next start");
-    }
+    let archiving = args.archive && !args.no_pools;
+    let grace = config.shutdown_grace();
+    let archived = super::stop_pools(&mut app, grace, archiving, args.quiet).await?;
     print_summary(&record, started.elapsed(), interrupted, args.no_pools);
     if let Some(stats) = archived {
         println!("archived: {stats}");

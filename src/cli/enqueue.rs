@@ -11,7 +11,7 @@ use trawl_workers::job::{FetchJob, Format, Job};
 use super::extract::FormatArg;
 use super::remote::{Remote, ServerArgs};
 use super::{UrlArgs, url_line};
-use crate::app::Needs;
+use crate::app::{App, Needs};
 use crate::config::Config;
 use crate::queue::Envelope;
 use crate::store::NewJob;
@@ -93,7 +93,7 @@ async fn enqueue_remote(server: &str, args: &Args, jobs: Vec<Job>) -> anyhow::Re
 
 async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCode> {
     config.validate()?;
-    let app = super::build_app(&config, Needs::default()).await?;
+    let app = App::build(&config, Needs::default()).await?;
     let deps = app.deps().clone();
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {

@@ -31,7 +31,7 @@ pub struct Args {
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(&config).await?;
+    let store = crate::app::open_store(&config).await?;
     let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())?;
     let request_headers = client.request_headers();
     // Written next to the target and renamed at the end: a failed export leaves no half file.

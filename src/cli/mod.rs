@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::app::{App, Needs};
+use crate::app::App;
 use crate::config::Config;
 
 /// trawl: a job-queue batch crawler and archiver for AI agents and RAG pipelines.
@@ -127,24 +127,28 @@ fn use_proxies(config: &mut Config, urls: &[String]) {
     }
 }
 
-/// The store alone, for the commands that only read or export it.
-async fn open_store(config: &Config) -> anyhow::Result<crate::store::Store> {
-    Ok(crate::app::open_store(config).await?)
-}
-
-/// The application for a command: `needs` says whether it runs a browser.
-async fn build_app(config: &Config, needs: Needs) -> anyhow::Result<App> {
-    Ok(App::build(config, needs).await?)
-}
-
 /// Stops the application and reports what did not stop cleanly on stderr.
 async fn shut_down(app: App, grace: std::time::Duration) -> crate::app::Teardown {
     report(app.shutdown(grace).await)
 }
 
-/// Stops the application's pools (the store stays open for a summary), reporting on stderr.
-async fn stop_pools(app: &mut App, grace: std::time::Duration) -> crate::app::Teardown {
-    report(app.stop_pools(grace).await)
+/// Stops the pools of `run` and `crawl`, reporting on stderr; the store stays open for their
+/// summary. With `archiving`, the archive pool first archives every pending page, and its
+/// failure is the command's.
+async fn stop_pools(
+    app: &mut App,
+    grace: std::time::Duration,
+    archiving: bool,
+    quiet: bool,
+) -> anyhow::Result<Option<crate::archive::Stats>> {
+    if archiving && !quiet {
+        eprintln!("trawl: archiving the remaining pages...");
+    }
+    let archived = report(app.stop_pools(grace).await).archived;
+    if archiving && archived.is_none() {
+        anyhow::bail!("the archive pool failed; pending pages are archived at its next start");
+    }
+    Ok(archived)
 }
 
 fn report(teardown: crate::app::Teardown) -> crate::app::Teardown {

@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(&config).await?;
+    let store = crate::app::open_store(&config).await?;
     let Some(range) = pages::read(&store, &args.url, args.from, args.to).await? else {
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));

@@ -19,7 +19,7 @@ use trawl_workers::{fetch, web};
 
 use super::extract::FormatArg;
 use super::{UrlArgs, url_line};
-use crate::app::Needs;
+use crate::app::{App, Needs};
 use crate::archive::Stop;
 use crate::config::Config;
 use crate::queue::{Envelope, Queue};
@@ -109,7 +109,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
         None => None,
     };
-    let mut app = super::build_app(&config, Needs { browser: true }).await?;
+    let mut app = App::build(&config, Needs { browser: true }).await?;
     if args.archive {
         app.start_archive(Stop::Drain).context(
             "opening the archive (is another trawl archiving into this data directory?)",
@@ -185,17 +185,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     producer.abort();
     let produced = producer.await;
     progress.finish();
-    if args.archive && !args.quiet {
-        eprintln!("trawl: archiving the remaining pages...");
-    }
-    let archived = super::stop_pools(&mut app, config.shutdown_grace())
-        .await
-        .archived;
+    let grace = config.shutdown_grace();
+    let archived = super::stop_pools(&mut app, grace, args.archive, args.quiet).await?;
     if let Ok(Err(error)) = produced {
         return Err(error.context("reading the input"));
-    }
-    if args.archive && archived.is_none() {
-        anyhow::bail!("the archive pool failed; pending pages are archived at its next start");
     }
     if let Some(output) = output.as_mut() {
         output.flush()?;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::api::{self, AppState};
-use crate::app::Needs;
+use crate::app::{App, Needs};
 use crate::config::Config;
 
 /// Arguments of `trawl serve`.
@@ -42,7 +42,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         config.ssrf.allow_private_network = true;
     }
     config.validate()?;
-    let mut app = super::build_app(
+    let mut app = App::build(
         &config,
         Needs {
             browser: !args.no_pools,

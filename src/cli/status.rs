@@ -27,7 +27,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         println!("{}", serde_json::to_string_pretty(&job)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let store = super::open_store(&config).await?;
+    let store = crate::app::open_store(&config).await?;
     match &args.job_id {
         Some(id) => match store.job(id).await? {
             Some(job) => {

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use anyhow::Context as _;
 
-use crate::app::Needs;
+use crate::app::{App, Needs};
 use crate::config::Config;
 
 /// Arguments of `trawl work`.
@@ -109,10 +109,11 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         config.ssrf.allow_private_network = true;
     }
     config.validate()?;
+    // Checked before anything starts: hosting sessions needs this process's browser.
     if config.sessions.listen.is_some() && sizes.browse == 0 {
-        anyhow::bail!("sessions.listen needs a browser here: run with --pools fetch=N,browse=M");
+        return Err(crate::app::HostError::NoBrowser.into());
     }
-    let mut app = super::build_app(
+    let mut app = App::build(
         &config,
         Needs {
             browser: sizes.browse > 0,
