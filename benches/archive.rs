@@ -243,6 +243,7 @@ impl Doc {
             lang: self.lang.as_deref(),
             content_hash: &self.id,
             chunks,
+            tenant: "default",
         }
     }
 }

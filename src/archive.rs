@@ -121,9 +121,11 @@ impl Config {
     }
 }
 
-/// Where the index of a data directory lives.
+/// Where the index of a data directory lives: `index-v2` since chunks carry their tenant (the
+/// store's migration 0012 sent every archived page back to the archive pool, which fills it;
+/// an `index` directory left by an earlier version may be deleted).
 pub fn index_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("index")
+    data_dir.join("index-v2")
 }
 
 /// Where the rolling WARC files of a data directory go.
@@ -511,6 +513,7 @@ fn archive_one(
         lang: page.info.meta.lang.as_deref(),
         content_hash: &page.content_hash,
         chunks: &chunks,
+        tenant: &page.tenant,
     };
     PageOutcome {
         page_id: page.id.clone(),

@@ -235,6 +235,66 @@ mod tests {
     }
 
     #[test]
+    fn tokens_are_bare_strings_or_tables_with_a_tenant() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.toml");
+        std::fs::write(
+            &path,
+            "[api]\nadmin_token = \"admin-token-0123456789\"\ntokens = [\"first-bare-0123456789\", \
+             { token = \"acme-one-0123456789\", tenant = \"acme\" }, \
+             { token = \"acme-two-0123456789\", tenant = \"acme\" }, \"second-bare-0123456789\"]\n",
+        )
+        .expect("write");
+        let config = Config::load(Some(&path)).expect("loads");
+        config.validate().expect("valid");
+        let scopes: Vec<(String, Option<String>)> = config
+            .api
+            .token_scopes()
+            .into_iter()
+            .map(|(token, scope)| {
+                let tenant = scope.filter().map(str::to_owned);
+                (token.expose().to_owned(), tenant)
+            })
+            .collect();
+        let fingerprint = crate::sessions::owner_of(Some("second-bare-0123456789"));
+        assert_eq!(
+            scopes,
+            [
+                ("first-bare-0123456789".into(), Some("default".into())),
+                ("acme-one-0123456789".into(), Some("acme".into())),
+                ("acme-two-0123456789".into(), Some("acme".into())),
+                (
+                    "second-bare-0123456789".into(),
+                    Some(format!("token-{fingerprint}"))
+                ),
+                ("admin-token-0123456789".into(), None),
+            ]
+        );
+
+        std::fs::write(
+            &path,
+            "[api]\ntokens = [{ token = \"acme-one-0123456789\", tenant = \"a c m e\" }]\n",
+        )
+        .expect("write");
+        let error = Config::load(Some(&path))
+            .expect("loads")
+            .validate()
+            .expect_err("a bad tenant name");
+        assert!(error.to_string().contains("a c m e"), "{error}");
+        std::fs::write(
+            &path,
+            "[api]\ntokens = [\"same-token-0123456789\"]\nadmin_token = \"same-token-0123456789\"\n",
+        )
+        .expect("write");
+        assert!(
+            Config::load(Some(&path))
+                .expect("loads")
+                .validate()
+                .is_err()
+        );
+    }
+
+    #[test]
     fn out_of_range_values_are_refused() {
         let mut config = Config::default();
         config.http.max_bytes = 1;

@@ -29,6 +29,7 @@ pub use crate::crawl_policy::{Crawls, Plan, SharedGate, SharedTurn, Turn};
 use crate::deps::Deps;
 use crate::queue::{CrawlRef, Envelope, Queue};
 use crate::store::{self, CrawlCounters, NewJob};
+use crate::tenant::Tenant;
 
 /// Why a crawl could not start.
 #[derive(Debug, thiserror::Error)]
@@ -111,10 +112,19 @@ pub async fn start(deps: &Deps, queue: &Queue, spec: CrawlSpec) -> Result<String
     Ok(plan.id.clone())
 }
 
-/// Checks a crawl and records it as running, without queueing anything yet (see [`seed`]).
-/// The API answers after this and seeds in the background: reading robots.txt and sitemaps
-/// of remote sites may take a while.
+/// Checks a crawl of the default tenant and records it as running (see [`create_for`]).
 pub async fn create(deps: &Deps, spec: CrawlSpec) -> Result<Arc<Plan>, StartError> {
+    create_for(deps, spec, Tenant::default()).await
+}
+
+/// Checks a crawl of `tenant` and records it as running, without queueing anything yet (see
+/// [`seed`]). The API answers after this and seeds in the background: reading robots.txt and
+/// sitemaps of remote sites may take a while.
+pub async fn create_for(
+    deps: &Deps,
+    spec: CrawlSpec,
+    tenant: Tenant,
+) -> Result<Arc<Plan>, StartError> {
     spec.validate().map_err(StartError::Invalid)?;
     let mut seeds = Vec::with_capacity(spec.seeds.len());
     for seed in &spec.seeds {
@@ -124,8 +134,8 @@ pub async fn create(deps: &Deps, spec: CrawlSpec) -> Result<Arc<Plan>, StartErro
     }
     let id = ulid::Ulid::generate().to_string();
     let spec_json = serde_json::to_value(&spec).expect("crawl specs serialise");
-    let plan = Arc::new(Plan::new(&id, spec, seeds).map_err(StartError::Invalid)?);
-    deps.store.create_crawl(&id, &spec_json).await?;
+    deps.store.create_crawl(&id, &tenant, &spec_json).await?;
+    let plan = Arc::new(Plan::new(&id, tenant, spec, seeds).map_err(StartError::Invalid)?);
     deps.crawls.remember(plan.clone());
     Ok(plan)
 }
@@ -287,6 +297,7 @@ pub async fn follow_from(
         });
         jobs.push(NewJob {
             crawl_id: Some(plan.id.clone()),
+            tenant: plan.tenant.clone(),
             ..NewJob::new(&id, &job, deps.config.max_attempts)
         });
         envelopes.push(Envelope {
@@ -294,6 +305,7 @@ pub async fn follow_from(
                 id: plan.id.clone(),
                 depth: *depth,
             }),
+            tenant: plan.tenant.clone(),
             ..Envelope::new(id, job)
         });
         fates.push(Ok(jobs.len() - 1));

@@ -20,6 +20,7 @@ use trawl_workers::job::{CrawlSpec, ErrorCode, JobError};
 use url::Url;
 
 use crate::store;
+use crate::tenant::Tenant;
 
 /// What the crawls of a process share: the politeness gate, robots.txt per origin, and the
 /// crawls' plans (spec, seeds, compiled globs).
@@ -79,6 +80,8 @@ impl std::fmt::Debug for Crawls {
 pub struct Plan {
     /// The crawl id.
     pub id: String,
+    /// The tenant it belongs to (and its pages).
+    pub tenant: Tenant,
     /// What was asked.
     pub spec: CrawlSpec,
     pub(crate) seeds: Vec<Url>,
@@ -127,11 +130,17 @@ impl SeenKeys {
 }
 
 impl Plan {
-    pub(crate) fn new(id: &str, spec: CrawlSpec, seeds: Vec<Url>) -> Result<Plan, String> {
+    pub(crate) fn new(
+        id: &str,
+        tenant: Tenant,
+        spec: CrawlSpec,
+        seeds: Vec<Url>,
+    ) -> Result<Plan, String> {
         let filter =
             UrlFilter::new(&spec.include, &spec.exclude).map_err(|error| error.to_string())?;
         Ok(Plan {
             id: id.to_owned(),
+            tenant,
             spec,
             seeds,
             filter,
@@ -207,11 +216,16 @@ impl Crawls {
             .iter()
             .filter_map(|seed| Url::parse(seed).ok())
             .collect();
-        let plan =
-            Plan::new(crawl_id, record.spec, seeds).map_err(|detail| store::Error::Corrupt {
+        let tenant = Tenant::new(&record.tenant).map_err(|detail| store::Error::Corrupt {
+            what: "crawl tenant",
+            detail,
+        })?;
+        let plan = Plan::new(crawl_id, tenant, record.spec, seeds).map_err(|detail| {
+            store::Error::Corrupt {
                 what: "crawl spec",
                 detail,
-            })?;
+            }
+        })?;
         let plan = Arc::new(plan);
         if let Ok(mut plans) = self.plans.lock() {
             plans.put(crawl_id.to_owned(), plan.clone());

@@ -3,8 +3,9 @@
 //! the runner, the configuration and the command line.
 //!
 //! The map, from the bottom up (no module imports one above it; no import cycle):
-//! - `secret`, `shutdown`, `metrics`, `telemetry`: secrets that never print, the named stop
-//!   request every running part watches, Prometheus counters, logging.
+//! - `secret`, `shutdown`, `metrics`, `telemetry`, `tenant`: secrets that never print, the
+//!   named stop request every running part watches, Prometheus counters, logging, who owns
+//!   what (tenants and what a caller may see).
 //! - `store`: jobs, pages, blobs, crawls, sessions (SQLite or PostgreSQL via sqlx; zstd,
 //!   content-addressed by sha256).
 //! - `queue`: job envelopes delivered at least once (apalis-sqlite, or apalis-redis).
@@ -49,4 +50,5 @@ pub mod sessions;
 pub mod shutdown;
 pub mod store;
 pub mod telemetry;
+pub mod tenant;
 pub mod webhooks;

@@ -8,6 +8,7 @@ use trawl_workers::web::normalize::normalize_url;
 use utoipa::ToSchema;
 
 use crate::store::{self, Store};
+use crate::tenant::Scope;
 
 /// The key pages are stored under for a URL a user typed: its normalised form when it parses.
 pub fn lookup_key(url: &str) -> String {
@@ -36,14 +37,16 @@ pub struct LineRange {
 }
 
 /// Returns lines `from..=to` (1-based; `to` defaults to the last) of the newest page of
-/// `url`, or `None` when no page of that URL is stored. A range past the end is empty.
+/// `url` visible in `scope`, or `None` when no such page is stored. A range past the end is
+/// empty.
 pub async fn read(
     store: &Store,
+    scope: &Scope,
     url: &str,
     from: u64,
     to: Option<u64>,
 ) -> Result<Option<LineRange>, store::Error> {
-    let Some(page) = store.latest_page(&lookup_key(url)).await? else {
+    let Some(page) = store.latest_page(scope, &lookup_key(url)).await? else {
         return Ok(None);
     };
     let text = store.page_text(&page).await?;

@@ -24,6 +24,7 @@ pub use crate::deps::{RunnerConfig as Config, RunnerConfigError as ConfigError};
 use crate::queue::{Envelope, Lane, Storage};
 use crate::shutdown::Shutdown;
 use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status};
+use crate::tenant::Tenant;
 use crate::webhooks::{Event, EventType};
 
 /// Why a pool stopped other than by its shutdown.
@@ -292,7 +293,7 @@ async fn run_fetch(
     job: &FetchJob,
 ) -> Result<Result<Option<Status>, JobError>, store::Error> {
     let job_id = envelope.id.as_str();
-    let (url, options_hash) = match cache_key(&deps.fetch.client, job) {
+    let (url, options_hash) = match cache_key(&deps.fetch.client, job, &envelope.tenant) {
         Ok(key) => key,
         Err(error) => return Ok(Err(error)),
     };
@@ -309,6 +310,7 @@ async fn run_fetch(
         None => None,
     };
     if let Some(hit) = fresh_page(deps, job, &url, &options_hash).await? {
+        let hit = serve_hit_to(deps, hit, &envelope.tenant, job_id).await?;
         if let Some((plan, depth)) = &crawl
             && let Some(duplicate) =
                 follow_links(deps, plan, *depth, &url, &hit.page.info, attempt > 1).await?
@@ -382,6 +384,7 @@ async fn run_fetch(
         ip: fetched.ip,
         archive: job.archive,
         attempt: Some(attempt),
+        tenant: envelope.tenant.as_str(),
     };
     let info = &fetched.info;
     let text = &fetched.text;
@@ -400,6 +403,7 @@ async fn run_fetch(
             lines: fetched.text.lines().count() as u64,
             fetched_at_ms: jiff::Timestamp::now().as_millisecond(),
             info: fetched.info,
+            tenant: envelope.tenant.as_str().to_owned(),
         };
         deps.cache.insert(url.as_str(), &stored_hash, page);
     }
@@ -568,13 +572,42 @@ async fn follow_links(
 }
 
 /// Checks a fetch job's URL and returns its cache key: the normalised URL and the hash of the
-/// options that change the page.
+/// options that change the page (and of `tenant`, unless the job is a plain public fetch:
+/// see [`FetchJob::shares_cache`]).
 pub fn cache_key(
     client: &trawl_workers::web::Client,
     job: &FetchJob,
+    tenant: &Tenant,
 ) -> Result<(url::Url, String), JobError> {
     let url = fetch::check_url(client, &job.url)?;
-    Ok((normalize_url(&url), options_hash(job)))
+    Ok((normalize_url(&url), options_hash(job, tenant)))
+}
+
+/// A cached page as `tenant` may be served it: its own page as it is; another tenant's (a
+/// plain public fetch: the only pages whose cache key has no tenant) as a copy of its own
+/// under `new_id`, on the same blobs, so that what the result names (its page id, the page
+/// read and grep find) is the tenant's.
+pub async fn serve_hit_to(
+    deps: &Deps,
+    hit: CachedPage,
+    tenant: &Tenant,
+    new_id: &str,
+) -> Result<CachedPage, store::Error> {
+    if hit.page.tenant == tenant.as_str() {
+        return Ok(hit);
+    }
+    let page = deps
+        .store
+        .adopt_page(&hit.page.id, new_id, tenant)
+        .await?
+        .ok_or_else(|| store::Error::Corrupt {
+            what: "cached page",
+            detail: format!("page {} vanished while it was served", hit.page.id),
+        })?;
+    Ok(CachedPage {
+        page,
+        text: hit.text,
+    })
 }
 
 /// Returns the fresh cached page for a fetch job, if any (none when its TTL is 0).
@@ -704,12 +737,17 @@ fn webhook_event(kind: EventType, envelope: &Envelope, data: serde_json::Value) 
     }
 }
 
-/// Hashes the options that change a fetched page (the second half of the cache key).
-pub fn options_hash(job: &FetchJob) -> String {
+/// Hashes the options that change a fetched page (the second half of the cache key), and the
+/// tenant when the page is its own (not a plain public fetch).
+pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
     let mut key = format!("fetch;extract={}", job.extract.as_str());
     if !job.render.is_off() {
         key.push_str(";render=");
         key.push_str(job.render.as_str());
+    }
+    if !job.shares_cache() {
+        key.push_str(";tenant=");
+        key.push_str(tenant.as_str());
     }
     hex::encode(&Sha256::digest(key.as_bytes())[..8])
 }
@@ -743,7 +781,40 @@ mod tests {
         text.extract = trawl_workers::job::Format::Text;
         let mut longer = markdown.clone();
         longer.max_chars = Some(5);
-        assert_ne!(options_hash(&markdown), options_hash(&text));
-        assert_eq!(options_hash(&markdown), options_hash(&longer));
+        let tenant = Tenant::default();
+        assert_ne!(
+            options_hash(&markdown, &tenant),
+            options_hash(&text, &tenant)
+        );
+        assert_eq!(
+            options_hash(&markdown, &tenant),
+            options_hash(&longer, &tenant)
+        );
+    }
+
+    #[test]
+    fn only_plain_public_fetches_share_their_cache_key_across_tenants() {
+        let acme = Tenant::new("acme").expect("valid");
+        let public = FetchJob::new("https://a.test/");
+        assert_eq!(
+            options_hash(&public, &acme),
+            options_hash(&public, &Tenant::default())
+        );
+        let direct = FetchJob {
+            proxy: Some("direct".to_owned()),
+            ..public.clone()
+        };
+        assert_eq!(
+            options_hash(&direct, &acme),
+            options_hash(&direct, &Tenant::default())
+        );
+        let proxied = FetchJob {
+            proxy: Some("http://user:pw@proxy.test:3128".to_owned()),
+            ..public
+        };
+        assert_ne!(
+            options_hash(&proxied, &acme),
+            options_hash(&proxied, &Tenant::default())
+        );
     }
 }

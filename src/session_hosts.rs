@@ -1,7 +1,7 @@
 //! Distributed agent sessions. A session lives in the process that holds its browser: in the
 //! distributed set-up that is a `trawl work` with a browse pool and `sessions.listen`, a
 //! *session host*. A host serves the session routes to API processes on its listen address
-//! (behind `sessions.worker_token`; the API passes the caller's owner fingerprint along), and
+//! (behind `sessions.worker_token`; the API passes the caller's tenant along), and
 //! registers itself in the store, renewing the row every few seconds with how many sessions
 //! it holds. An API process without a browser ([`Remote`]) opens a session on the live host
 //! with the most free places, records nothing itself (the host records the session and where
@@ -28,7 +28,7 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// session on it that cannot be reached is closed.
 pub const STALE_AFTER: Duration = Duration::from_secs(15);
 
-/// The header carrying the caller's owner fingerprint from the API to a host.
+/// The header carrying the caller's tenant (a session's owner) from the API to a host.
 pub const OWNER_HEADER: &str = "x-trawl-owner";
 
 /// Longest a forwarded request may take: a batch of actions can wait on slow pages.
@@ -206,7 +206,10 @@ impl Remote {
             .store
             .session(id)
             .await?
-            .filter(|record| record.owner == owner && record.closed_at.is_none())
+            .filter(|record| {
+                (owner == crate::sessions::ANY_OWNER || record.owner == owner)
+                    && record.closed_at.is_none()
+            })
             .ok_or_else(|| RouteError::NotFound(id.to_owned()))?;
         // Opened by a process that serves its own sessions: not reachable from here.
         let host = record

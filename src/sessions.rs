@@ -1,5 +1,5 @@
 //! Agent sessions: a browser context an agent drives step by step over the API. Each session
-//! belongs to the token that opened it (another token sees 404), holds one context of this
+//! belongs to the tenant of the token that opened it (another tenant sees 404), holds one context of this
 //! process's browser pool, and ends when deleted, after its idle timeout, when its browser
 //! fails, or when the server stops. After each page-changing action that succeeded, a JPEG
 //! preview goes into a ring of the last few (never after an error). Every action, its outcome
@@ -354,6 +354,12 @@ impl Sessions {
             }
             Err(error) => return Err(Error::Browser(error.to_string())),
         };
+        // The admin's sessions are the default tenant's.
+        let owner = if owner == ANY_OWNER {
+            crate::tenant::DEFAULT
+        } else {
+            owner
+        };
         let id = ulid::Ulid::generate().to_string();
         if let Err(error) = self
             .store
@@ -385,7 +391,7 @@ impl Sessions {
             .lock()
             .ok()
             .and_then(|live| live.get(id).cloned())
-            .filter(|session| session.owner == owner)
+            .filter(|session| owner == ANY_OWNER || session.owner == owner)
             .ok_or_else(|| Error::NotFound(id.to_owned()))
     }
 
@@ -586,7 +592,7 @@ pub async fn replay(store: &Store, owner: &str, id: &str) -> Result<Replay, Erro
     let session = store
         .session(id)
         .await?
-        .filter(|session| session.owner == owner)
+        .filter(|session| owner == ANY_OWNER || session.owner == owner)
         .ok_or_else(|| Error::NotFound(id.to_owned()))?;
     let mut steps = Vec::new();
     for record in store.session_steps(id).await? {
@@ -625,8 +631,12 @@ fn info(session: &Session, config: &Config) -> SessionInfo {
     }
 }
 
-/// The owner name of a bearer token: a fingerprint, so tokens are never kept in memory
-/// longer than the request or written anywhere.
+/// The owner the admin token acts as: it sees every tenant's sessions (and opens sessions of
+/// the default tenant). No tenant has this name.
+pub const ANY_OWNER: &str = "*";
+
+/// The fingerprint of a bearer token, so tokens are never kept in memory longer than the
+/// request or written anywhere: the name of a bare token's own tenant (`token-<fingerprint>`).
 pub fn owner_of(token: Option<&str>) -> String {
     use sha2::Digest as _;
     match token {

@@ -256,6 +256,7 @@ pub(crate) fn build(corpus: &Corpus, dir: &Path, target: usize) -> Built {
                 lang: Some("en"),
                 content_hash: &page.page_id,
                 chunks: &page.chunks,
+                tenant: "default",
             },
         );
         built.pages += 1;

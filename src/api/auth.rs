@@ -1,37 +1,47 @@
-//! Bearer-token authentication: when `api.tokens` is set, every protected route needs
-//! `Authorization: Bearer <token>` matching one of them. Comparison is constant-time and
-//! checks every configured token, so timing reveals neither a token nor which one matched.
+//! Bearer-token authentication: when `api.tokens` (or `api.admin_token`) is set, every
+//! protected route needs `Authorization: Bearer <token>` matching one of them. Comparison is
+//! constant-time and checks every configured token, so timing reveals neither a token nor
+//! which one matched. The matching token gives the request its tenant scope
+//! (`tenant::Scope`), which handlers take with the [`Caller`] extractor.
 //!
 //! A session host (`trawl work` serving sessions to API processes) checks the shared worker
 //! token instead and takes the owner from the header the API sets.
 //!
 //! Not here: which routes are public (the router decides: `/healthz`, `/openapi.json`).
 
+use axum::extract::FromRequestParts;
 use axum::extract::{Request, State};
 use axum::http::header;
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
-use subtle::ConstantTimeEq as _;
+use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
+
+use crate::tenant::{Scope, Tenant};
 
 use super::AppState;
 use super::error::{ApiError, ApiErrorCode};
 
-/// Who made a request: the fingerprint of its bearer token (`anonymous` when the server has
-/// no tokens). Sessions belong to it.
+/// Who made a request, as sessions know it: the name of its tenant (`default` when the server
+/// has no tokens; `sessions::ANY_OWNER` for the admin token). Sessions belong to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Owner(pub(super) String);
 
 /// Lets a request through when no tokens are configured or its bearer token matches one, and
-/// records who made it ([`Owner`]).
+/// records what it may see ([`Scope`], taken by handlers as [`Caller`]) and who it is
+/// ([`Owner`]).
 pub(super) async fn require_token(
     State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    if state.config.tokens.is_empty() {
+    let scopes = state.config.token_scopes();
+    if scopes.is_empty() {
+        let scope = Scope::default();
         request
             .extensions_mut()
-            .insert(Owner(crate::sessions::owner_of(None)));
+            .insert(Owner(scope.tenant.as_str().to_owned()));
+        request.extensions_mut().insert(scope);
         return next.run(request).await;
     }
     let presented = request
@@ -43,16 +53,44 @@ pub(super) async fn require_token(
     let Some(presented) = presented else {
         return unauthorized("missing bearer token");
     };
+    // Every token is compared, and the match is selected without a branch on it.
     let mut matched = subtle::Choice::from(0);
-    for token in &state.config.tokens {
-        matched |= presented.as_bytes().ct_eq(token.expose().as_bytes());
+    let mut which = 0u32;
+    for (index, (token, _)) in scopes.iter().enumerate() {
+        let equal = presented.as_bytes().ct_eq(token.expose().as_bytes());
+        matched |= equal;
+        which.conditional_assign(&(index as u32), equal);
     }
     if bool::from(matched) {
-        let owner = Owner(crate::sessions::owner_of(Some(presented)));
-        request.extensions_mut().insert(owner);
+        let scope = scopes[which as usize].1.clone();
+        let owner = if scope.all {
+            crate::sessions::ANY_OWNER
+        } else {
+            scope.tenant.as_str()
+        };
+        request.extensions_mut().insert(Owner(owner.to_owned()));
+        request.extensions_mut().insert(scope);
         next.run(request).await
     } else {
         unauthorized("invalid bearer token")
+    }
+}
+
+/// What the caller of a protected route may see: its [`Scope`], as the auth layer recorded it.
+/// The one way handlers learn their tenant; every store read they make is filtered by it.
+#[derive(Debug, Clone)]
+pub(super) struct Caller(pub(super) Scope);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Scope>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| ApiError::internal(&"a protected route without the auth layer"))
     }
 }
 
@@ -86,14 +124,11 @@ pub(super) async fn require_worker_token(
         .headers()
         .get(crate::session_hosts::OWNER_HEADER)
         .and_then(|value| value.to_str().ok())
-        .filter(|owner| {
-            *owner == "anonymous"
-                || (owner.len() == 32 && owner.bytes().all(|byte| byte.is_ascii_hexdigit()))
-        })
+        .filter(|owner| *owner == crate::sessions::ANY_OWNER || Tenant::new(owner).is_ok())
         .map(str::to_owned);
     let Some(owner) = owner else {
         return ApiError::invalid(format!(
-            "a session host needs the {} header: a token fingerprint",
+            "a session host needs the {} header: a tenant name",
             crate::session_hosts::OWNER_HEADER
         ))
         .into_response();

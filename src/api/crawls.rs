@@ -13,6 +13,7 @@ use trawl_workers::job::CrawlSpec;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::crawl::StartError;
 use crate::store::{CrawlRecord, CrawlStatus};
@@ -36,9 +37,10 @@ pub struct CrawlStarted {
     security((), ("bearer" = [])))]
 pub(super) async fn start(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiJson(spec): ApiJson<CrawlSpec>,
 ) -> Result<(StatusCode, Json<CrawlStarted>), ApiError> {
-    let plan = crate::crawl::create(&state.context, spec)
+    let plan = crate::crawl::create_for(&state.context, spec, scope.tenant)
         .await
         .map_err(|error| match error {
             StartError::Invalid(message) => ApiError::bad_request(message),
@@ -65,12 +67,13 @@ pub(super) async fn start(
     security((), ("bearer" = [])))]
 pub(super) async fn read(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<CrawlRecord>, ApiError> {
     state
         .context
         .store
-        .crawl(&id)
+        .crawl_in(&scope, &id)
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no crawl {id}")))
@@ -87,9 +90,13 @@ pub(super) async fn read(
     security((), ("bearer" = [])))]
 pub(super) async fn cancel(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<CrawlRecord>, ApiError> {
     let store = &state.context.store;
+    if store.crawl_in(&scope, &id).await?.is_none() {
+        return Err(ApiError::not_found(format!("no crawl {id}")));
+    }
     let cancelled = store.cancel_crawl(&id).await?;
     let record = store
         .crawl(&id)

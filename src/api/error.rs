@@ -154,7 +154,7 @@ impl ApiErrorCode {
             }
             ApiErrorCode::Unauthorized => "the bearer token is missing or matches none",
             ApiErrorCode::NotFound => {
-                "no such route, or no such job, crawl, page or session (for this token)"
+                "no such route, or no such job, crawl, page or session (for this token's tenant)"
             }
             ApiErrorCode::MethodNotAllowed => "the route does not take this method",
             ApiErrorCode::Conflict => "the job or crawl had already ended",

@@ -13,6 +13,7 @@ use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Format, Job, JobError
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ErrorBody};
 use crate::queue::Envelope;
 use crate::runner;
@@ -78,6 +79,7 @@ pub struct Pending {
     security((), ("bearer" = [])))]
 pub(super) async fn fetch(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiJson(request): ApiJson<FetchRequest>,
 ) -> Result<Response, ApiError> {
     let job = FetchJob {
@@ -94,11 +96,16 @@ pub(super) async fn fetch(
         return Err(ApiError::invalid("timeout_secs is above 3600"));
     }
     let context = &state.context;
-    let (url, options_hash) = runner::cache_key(&context.fetch.client, &job).map_err(|error| {
-        super::count_refusal(&state, &error);
-        ApiError::from_job_error(error, None)
-    })?;
+    let tenant = &scope.tenant;
+    let (url, options_hash) =
+        runner::cache_key(&context.fetch.client, &job, tenant).map_err(|error| {
+            super::count_refusal(&state, &error);
+            ApiError::from_job_error(error, None)
+        })?;
     if let Some(hit) = runner::fresh_page(context, &job, &url, &options_hash).await? {
+        // Another tenant's public page is served as a copy of the caller's own.
+        let new_id = ulid::Ulid::generate().to_string();
+        let hit = runner::serve_hit_to(context, hit, tenant, &new_id).await?;
         context.metrics.cache_hit();
         let max_chars = context.fetch.config.max_chars_for(&job);
         let result = runner::cached_result(&job, &hit, max_chars);
@@ -107,13 +114,19 @@ pub(super) async fn fetch(
 
     let id = ulid::Ulid::generate().to_string();
     let job = Job::Fetch(job);
-    let new_job = NewJob::new(&id, &job, context.config.max_attempts);
+    let new_job = NewJob {
+        tenant: tenant.clone(),
+        ..NewJob::new(&id, &job, context.config.max_attempts)
+    };
     // Subscribe before queueing, so the end cannot slip between the two.
     let mut ended = context.ended.subscribe();
     context.store.create_jobs(&[new_job]).await?;
     state
         .queue
-        .push(vec![Envelope::new(id.clone(), job)])
+        .push(vec![Envelope {
+            tenant: tenant.clone(),
+            ..Envelope::new(id.clone(), job)
+        }])
         .await
         .map_err(|error| ApiError::internal(&error))?;
 

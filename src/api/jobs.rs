@@ -16,6 +16,7 @@ use trawl_workers::job::Job;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::queue::Envelope;
 use crate::store::{Cancel, JobRecord, NewBatch, NewJob, Status};
@@ -81,6 +82,7 @@ pub struct Cancelled {
     security((), ("bearer" = [])))]
 pub(super) async fn submit(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<(StatusCode, Json<Submitted>), ApiError> {
     let is_batch = body.get("jobs").is_some();
@@ -137,6 +139,7 @@ pub(super) async fn submit(
         id: ulid::Ulid::generate().to_string(),
         webhook: webhook.clone(),
         total: jobs.len() as u64,
+        tenant: scope.tenant.clone(),
     });
     let batch_id = batch.as_ref().map(|batch| batch.id.clone());
     let max_attempts = state.context.config.max_attempts;
@@ -147,11 +150,13 @@ pub(super) async fn submit(
         new_jobs.push(NewJob {
             batch_id: batch_id.clone(),
             webhook: webhook.clone(),
+            tenant: scope.tenant.clone(),
             ..NewJob::new(&id, &job, max_attempts)
         });
         envelopes.push(Envelope {
             batch_id: batch_id.clone(),
             webhook: webhook.clone(),
+            tenant: scope.tenant.clone(),
             ..Envelope::new(id, job)
         });
     }
@@ -188,12 +193,13 @@ pub(super) async fn submit(
     security((), ("bearer" = [])))]
 pub(super) async fn read(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<JobRecord>, ApiError> {
     state
         .context
         .store
-        .job(&id)
+        .job_in(&scope, &id)
         .await?
         .map(Json)
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
@@ -210,8 +216,14 @@ pub(super) async fn read(
     security((), ("bearer" = [])))]
 pub(super) async fn cancel(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Cancelled>, ApiError> {
+    // Another tenant's job is unknown here (its tenant never changes, so checking first is
+    // enough).
+    if state.context.store.job_in(&scope, &id).await?.is_none() {
+        return Err(ApiError::not_found(format!("no job {id}")));
+    }
     let status = match state.context.store.request_cancel(&id).await? {
         Cancel::Cancelled => {
             let _ = state.context.ended.send(id.clone());
@@ -243,12 +255,13 @@ pub(super) async fn cancel(
     security((), ("bearer" = [])))]
 pub(super) async fn events(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let first = state
         .context
         .store
-        .job(&id)
+        .job_in(&scope, &id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     let ended = state.context.ended.subscribe();

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::deps::Deps;
 use crate::queue::Queue;
 use crate::secret::Secret;
+use crate::tenant::{Scope, Tenant};
 
 /// API settings. Every field is a `trawl.toml` key under `[api]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,8 +38,15 @@ use crate::secret::Secret;
 pub struct Config {
     /// Address `trawl serve` listens on.
     pub bind: String,
-    /// Bearer tokens accepted; with none, the server only binds a loopback address.
-    pub tokens: Vec<Secret>,
+    /// Bearer tokens accepted, each a string (a tenant of its own: the first bare token is
+    /// the `default` tenant, every other one the tenant `token-<fingerprint>`) or a table
+    /// `{ token = "...", tenant = "acme" }` (tokens may share a tenant); with none (and no
+    /// admin token), the server only binds a loopback address and everything is the
+    /// `default` tenant.
+    pub tokens: Vec<TokenEntry>,
+    /// A token that sees every tenant's objects (creating in the `default` tenant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_token: Option<Secret>,
     /// Largest request body, in bytes.
     pub max_body_bytes: usize,
     /// Most jobs in one `POST /v1/jobs`.
@@ -54,6 +62,7 @@ impl Default for Config {
         Config {
             bind: "127.0.0.1:8787".to_owned(),
             tokens: Vec::new(),
+            admin_token: None,
             max_body_bytes: 1 << 20,
             max_batch: 1_000,
             sync_timeout_secs: 60,
@@ -74,8 +83,14 @@ pub enum ConfigError {
     )]
     PublicWithoutTokens(SocketAddr),
     /// A token is too short to be a secret.
-    #[error("api.tokens must be at least 16 characters each")]
+    #[error("api.tokens and api.admin_token must be at least 16 characters each")]
     ShortToken,
+    /// A tenant name is not usable.
+    #[error("api.tokens: {0}")]
+    Tenant(String),
+    /// The same token is listed twice (its tenant would be ambiguous).
+    #[error("api.tokens and api.admin_token must all differ")]
+    DuplicateToken,
     /// A limit is zero (or the body limit below 1 KiB).
     #[error(
         "api.max_batch, api.max_body_bytes (>= 1024) and api.sync_timeout_secs must be positive"
@@ -90,16 +105,98 @@ impl Config {
             .bind
             .parse()
             .map_err(|_| ConfigError::Bind(self.bind.clone()))?;
-        if self.tokens.is_empty() && !address.ip().is_loopback() {
+        if self.tokens.is_empty() && self.admin_token.is_none() && !address.ip().is_loopback() {
             return Err(ConfigError::PublicWithoutTokens(address));
         }
-        if self.tokens.iter().any(|token| token.expose().len() < 16) {
+        let secrets: Vec<&str> = self
+            .tokens
+            .iter()
+            .map(|entry| entry.secret().expose())
+            .chain(self.admin_token.iter().map(Secret::expose))
+            .collect();
+        if secrets.iter().any(|token| token.len() < 16) {
             return Err(ConfigError::ShortToken);
+        }
+        if secrets.len()
+            != secrets
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len()
+        {
+            return Err(ConfigError::DuplicateToken);
+        }
+        for entry in &self.tokens {
+            if let TokenEntry::Named { tenant, .. } = entry {
+                Tenant::new(tenant).map_err(ConfigError::Tenant)?;
+            }
         }
         if self.max_batch == 0 || self.max_body_bytes < 1_024 || self.sync_timeout_secs == 0 {
             return Err(ConfigError::Limits);
         }
         Ok(())
+    }
+}
+
+/// One entry of `api.tokens`: a bare token (a tenant of its own) or a token with its tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TokenEntry {
+    /// `"tok"`: the first bare token is the `default` tenant, every other one the tenant
+    /// `token-<fingerprint>` (so existing single-token configurations keep their data).
+    Bare(Secret),
+    /// `{ token = "tok", tenant = "acme" }`.
+    Named {
+        /// The bearer token.
+        token: Secret,
+        /// Its tenant's name.
+        tenant: String,
+    },
+}
+
+impl TokenEntry {
+    /// The token.
+    pub fn secret(&self) -> &Secret {
+        match self {
+            TokenEntry::Bare(token) | TokenEntry::Named { token, .. } => token,
+        }
+    }
+}
+
+impl From<Secret> for TokenEntry {
+    fn from(token: Secret) -> Self {
+        TokenEntry::Bare(token)
+    }
+}
+
+impl Config {
+    /// Every accepted token with the scope it gives: the entries of `api.tokens` in order,
+    /// then the admin token. Invalid tenant names (refused by `validate`) fall back to the
+    /// token's fingerprint.
+    pub fn token_scopes(&self) -> Vec<(Secret, Scope)> {
+        let mut first_bare = true;
+        let mut scopes: Vec<(Secret, Scope)> = self
+            .tokens
+            .iter()
+            .map(|entry| {
+                let tenant = match entry {
+                    TokenEntry::Named { tenant, .. } => Tenant::new(tenant).ok(),
+                    TokenEntry::Bare(_) if first_bare => {
+                        first_bare = false;
+                        Some(Tenant::default())
+                    }
+                    TokenEntry::Bare(_) => None,
+                };
+                let tenant = tenant.unwrap_or_else(|| {
+                    let fingerprint = crate::sessions::owner_of(Some(entry.secret().expose()));
+                    Tenant::new(&format!("token-{fingerprint}")).expect("a valid name")
+                });
+                (entry.secret().clone(), Scope::of(tenant))
+            })
+            .collect();
+        if let Some(admin) = &self.admin_token {
+            scopes.push((admin.clone(), Scope::admin()));
+        }
+        scopes
     }
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ApiQuery, ErrorBody};
 use crate::pages::{self, GrepLimits, GrepQuery, GrepResult, LineRange};
 
@@ -32,6 +33,7 @@ pub struct ReadQuery {
     security((), ("bearer" = [])))]
 pub(super) async fn read(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LineRange>, ApiError> {
     if let (Some(from), Some(to)) = (query.from, query.to)
@@ -41,6 +43,7 @@ pub(super) async fn read(
     }
     pages::read(
         &state.context.store,
+        &scope,
         &query.url,
         query.from.unwrap_or(1),
         query.to,
@@ -99,6 +102,7 @@ pub struct GrepResponse {
     security((), ("bearer" = [])))]
 pub(super) async fn grep(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiJson(request): ApiJson<GrepRequest>,
 ) -> Result<Json<GrepResponse>, ApiError> {
     let limits = GrepLimits {
@@ -110,7 +114,7 @@ pub(super) async fn grep(
     let store = &state.context.store;
     let key = pages::lookup_key(&request.url);
     let page = store
-        .latest_page(&key)
+        .latest_page(&scope, &key)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no stored page for {}", request.url)))?;
     let text = store.page_text(&page).await?;

@@ -1,6 +1,7 @@
 //! Archive search, for agents and RAG pipelines: `GET /v1/search?q=&host=&after=&before=&as_of=&k=&per_page=`
 //! runs BM25 over the archived chunks (tantivy's query language) and returns RAG-ready hits:
-//! url, title, heading path, chunk text, highlighted snippet, score and fetch time.
+//! url, title, heading path, chunk text, highlighted snippet, score and fetch time, over the
+//! caller's tenant's pages only.
 //!
 //! Not here: indexing (the archive pool) or the ranking itself (`trawl_workers::archive`).
 
@@ -11,6 +12,7 @@ use trawl_workers::archive::index::{self, Hit, MAX_K, SearchQuery};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
+use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiQuery, ErrorBody};
 
 /// A search of the archive.
@@ -57,6 +59,7 @@ pub struct SearchResults {
     security((), ("bearer" = [])))]
 pub(super) async fn search(
     State(state): State<AppState>,
+    Caller(scope): Caller,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Json<SearchResults>, ApiError> {
     let Some(archive) = state.archive.clone() else {
@@ -86,6 +89,7 @@ pub(super) async fn search(
         as_of: instant(&params.as_of, "as_of").map_err(ApiError::bad_request)?,
         k,
         per_page: params.per_page.unwrap_or(archive.per_page),
+        tenant: scope.filter().map(str::to_owned),
     };
     let hits = tokio::task::spawn_blocking(move || archive.index.search(&query))
         .await

@@ -1,8 +1,8 @@
 //! Agent sessions over HTTP: `POST /v1/sessions` opens one (profile, credentials), `POST
 //! /v1/sessions/{id}/actions` runs one action or a batch, `GET /v1/sessions/{id}/previews/{n}`
 //! returns a JPEG preview, `GET /v1/sessions/{id}/replay` the replay log (JSON, open or
-//! closed sessions), `DELETE /v1/sessions/{id}` closes it. A session is visible to the token
-//! that opened it only: any other token gets 404.
+//! closed sessions), `DELETE /v1/sessions/{id}` closes it. A session is visible to the tokens
+//! of the tenant that opened it (and the admin token) only: any other token gets 404.
 //!
 //! A server without a browser routes these requests to the session hosts (`trawl work` with
 //! a browser and `sessions.listen`) when `sessions.worker_token` is set; the replay log is

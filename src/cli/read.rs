@@ -20,7 +20,9 @@ pub struct Args {
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     let store = crate::app::open_store(&config).await?;
-    let Some(range) = pages::read(&store, &args.url, args.from, args.to).await? else {
+    // The command line acts as the default tenant.
+    let scope = crate::tenant::Scope::default();
+    let Some(range) = pages::read(&store, &scope, &args.url, args.from, args.to).await? else {
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));
     };

@@ -71,7 +71,7 @@ pub struct Args {
     /// subdomains (repeatable) [config: ssrf.block_hosts].
     #[arg(long, value_name = "PATTERN")]
     pub block_host: Vec<String>,
-    /// Archive every page as it is stored: chunks into the search index (data_dir/index)
+    /// Archive every page as it is stored: chunks into the search index (data_dir/index-v2)
     /// and WARC records (data_dir/warc); `trawl search` then answers from it.
     #[arg(long)]
     pub archive: bool,

@@ -53,6 +53,8 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         as_of: instant(&args.as_of, "as-of")?,
         k: args.k,
         per_page: args.per_page.unwrap_or(config.archive.per_page),
+        // The command line acts as the default tenant.
+        tenant: crate::tenant::Scope::default().filter().map(str::to_owned),
     };
     let dir = crate::archive::index_dir(&config.data_dir);
     if !dir.join("meta.json").exists() {

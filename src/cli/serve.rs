@@ -94,8 +94,8 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             (true, false) => "api only",
             (true, true) => "api only; sessions routed to session hosts",
         },
-        config.api.tokens.len(),
-        if config.api.tokens.is_empty() {
+        config.api.token_scopes().len(),
+        if config.api.token_scopes().is_empty() {
             "; no auth: loopback only"
         } else {
             ""

@@ -32,6 +32,10 @@ pub struct Envelope {
     /// The crawl it belongs to, and how many links from a seed it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crawl: Option<CrawlRef>,
+    /// The tenant it belongs to: its page is stored for it, and its cache lookups are its
+    /// (envelopes queued before tenants existed are the default tenant's).
+    #[serde(default)]
+    pub tenant: crate::tenant::Tenant,
 }
 
 /// The envelopes as queue tasks keyed by their job id (apalis' idempotency key): the queue
@@ -64,6 +68,7 @@ impl Envelope {
             batch_id: None,
             webhook: None,
             crawl: None,
+            tenant: crate::tenant::Tenant::default(),
         }
     }
 }

@@ -175,6 +175,9 @@ pub struct CrawlRecord {
     pub created_at: String,
     /// When it ended.
     pub finished_at: Option<String>,
+    /// The tenant it belongs to (internal: not shown).
+    #[serde(skip)]
+    pub tenant: String,
 }
 
 /// The statement that adds `delta` to a crawl's counters.
@@ -215,15 +218,17 @@ macro_rules! crawl_queries {
             pub(super) async fn create_crawl(
                 &self,
                 id: &str,
+                tenant: &crate::tenant::Tenant,
                 spec: &serde_json::Value,
             ) -> Result<(), Error> {
                 sqlx::query(
-                    "INSERT INTO crawls (id, spec, status, created_at)
-                     VALUES ($1, $2, 'running', $3)",
+                    "INSERT INTO crawls (id, spec, status, created_at, tenant)
+                     VALUES ($1, $2, 'running', $3, $4)",
                 )
                 .bind(id)
                 .bind(spec.to_string())
                 .bind(now_rfc3339())
+                .bind(tenant.as_str())
                 .execute(&self.pool)
                 .await?;
                 Ok(())

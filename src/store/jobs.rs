@@ -13,7 +13,7 @@ use super::rows::{self, Columns as _, JOB_COLUMNS, now_rfc3339, to_json};
 use super::writer::{Batches, PendingPage};
 use super::{BatchSummary, Cancel, EndedJob, Error, JobRecord, NewBatch, NewJob, Outcome, Status};
 
-/// Jobs inserted by one statement at most (10 values each: within both engines' limits).
+/// Jobs inserted by one statement at most (11 values each: within both engines' limits).
 pub(super) const JOBS_PER_INSERT: usize = 1_000;
 
 /// The statement that records `jobs` (at most [`JOBS_PER_INSERT`]) as queued at `now`.
@@ -30,7 +30,7 @@ where
 {
     let mut insert = sqlx::QueryBuilder::new(
         "INSERT INTO jobs (id, kind, batch_id, url, params, status, max_attempts, created_at,
-             webhook, crawl_id) ",
+             webhook, crawl_id, tenant) ",
     );
     insert.push_values(jobs, |mut row, job| {
         row.push_bind(job.id.clone())
@@ -42,7 +42,8 @@ where
             .push_bind(i64::from(job.max_attempts))
             .push_bind(now.to_owned())
             .push_bind(job.webhook.clone())
-            .push_bind(job.crawl_id.clone());
+            .push_bind(job.crawl_id.clone())
+            .push_bind(job.tenant.as_str().to_owned());
     });
     insert
 }
@@ -68,13 +69,14 @@ macro_rules! job_queries {
                 let mut tx = self.write_transaction().await?;
                 if let Some(batch) = batch {
                     sqlx::query(
-                        "INSERT INTO batches (id, webhook, total, created_at)
-                         VALUES ($1, $2, $3, $4)",
+                        "INSERT INTO batches (id, webhook, total, created_at, tenant)
+                         VALUES ($1, $2, $3, $4, $5)",
                     )
                     .bind(&batch.id)
                     .bind(&batch.webhook)
                     .bind(batch.total as i64)
                     .bind(&now)
+                    .bind(batch.tenant.as_str())
                     .execute(&mut *tx)
                     .await?;
                 }

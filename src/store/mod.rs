@@ -41,6 +41,8 @@ use sqlite::SqliteStore;
 pub(crate) use sqlite::lock_sqlite_migrations;
 use writer::Writer;
 
+use crate::tenant::{Scope, Tenant};
+
 /// The store, cheap to clone: a connection pool of one engine, the handles of its batching
 /// writers and the text cache.
 #[derive(Debug, Clone)]
@@ -185,6 +187,19 @@ impl Store {
             .await
     }
 
+    /// Returns a job visible in `scope` (another tenant's job is `None`, like an unknown one).
+    pub async fn job_in(&self, scope: &Scope, id: &str) -> Result<Option<JobRecord>, Error> {
+        Ok(self.job(id).await?.filter(|job| scope.sees(&job.tenant)))
+    }
+
+    /// Returns a crawl visible in `scope` (another tenant's crawl is `None`).
+    pub async fn crawl_in(&self, scope: &Scope, id: &str) -> Result<Option<CrawlRecord>, Error> {
+        Ok(self
+            .crawl(id)
+            .await?
+            .filter(|crawl| scope.sees(&crawl.tenant)))
+    }
+
     /// Returns a page's whole text (from memory when it was read or written recently).
     pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
         self.text(&page.content_hash).await
@@ -229,7 +244,7 @@ delegate! {
     /// Checks that the store answers.
     pub async fn ping(&self) -> Result<(), Error>;
 
-    /// Records a new agent session of `owner` (a token fingerprint), living on `host` (a
+    /// Records a new agent session of `owner` (a tenant), living on `host` (a
     /// session host's url; `None`: the process that opened it).
     pub async fn create_session(&self, id: &str, owner: &str, profile: &str, host: Option<&str>) -> Result<(), Error>;
 
@@ -275,8 +290,14 @@ delegate! {
     /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
     pub async fn cached_page(&self, url: &str, options_hash: &str, since_ms: i64) -> Result<Option<PageRecord>, Error>;
 
-    /// Returns the newest page of `url` (requested or final), whatever its options.
-    pub async fn latest_page(&self, url: &str) -> Result<Option<PageRecord>, Error>;
+    /// Returns the newest page of `url` (requested or final) visible in `scope`, whatever
+    /// its options.
+    pub async fn latest_page(&self, scope: &Scope, url: &str) -> Result<Option<PageRecord>, Error>;
+
+    /// Gives `tenant` its own copy of a stored page (another tenant's plain public fetch
+    /// served from the cache) under `new_id`, on the same blobs; returns the copy (the one
+    /// made earlier, when `new_id` exists already). `None` when `page_id` is unknown.
+    pub async fn adopt_page(&self, page_id: &str, new_id: &str, tenant: &Tenant) -> Result<Option<PageRecord>, Error>;
 
     /// Asks the archive pool to take the newest page of each URL (requested or final URL,
     /// normalised). Returns the URLs with no stored page; nothing is changed when any is
@@ -310,8 +331,8 @@ delegate! {
     /// jobs of `batch_id` or of `crawl_id` fetched.
     pub async fn export_pages(&self, url_prefix: Option<&str>, batch_id: Option<&str>, crawl_id: Option<&str>, after_rowid: i64, limit: u32) -> Result<Vec<(ArchivePage, i64)>, Error>;
 
-    /// Records a new crawl as running.
-    pub async fn create_crawl(&self, id: &str, spec: &serde_json::Value) -> Result<(), Error>;
+    /// Records a new crawl of `tenant` as running.
+    pub async fn create_crawl(&self, id: &str, tenant: &Tenant, spec: &serde_json::Value) -> Result<(), Error>;
 
     /// Returns a crawl's record.
     pub async fn crawl(&self, id: &str) -> Result<Option<CrawlRecord>, Error>;

@@ -12,10 +12,12 @@ use super::dialect::{Db, Dialect};
 use super::rows::{self, Columns as _, PAGE_COLUMNS};
 use super::writer::{PendingPage, ended_ids, ended_per_page};
 use super::{ArchivePage, Error, PageRecord, Status, WarcRef};
+use crate::tenant::{Scope, Tenant};
 
 /// The columns of `pages` that [`rows::archive_page`] reads.
 const ARCHIVE_COLUMNS: &str = "SELECT pages.rowid AS rowid, pages.id AS id, pages.url AS url,
-    content_hash, raw_hash, fetched_at_ms, info, headers, ip, warc_record_id FROM pages";
+    content_hash, raw_hash, fetched_at_ms, info, headers, ip, warc_record_id,
+    pages.tenant AS tenant FROM pages";
 
 /// The start of the statement that ends the jobs of a group commit's pages (see
 /// `Dialect::end_pages`), up to the value of `finished_at`; `v` holds the pages' `id`,
@@ -69,7 +71,7 @@ macro_rules! page_queries {
                     let mut insert_pages = sqlx::QueryBuilder::<Db<Self>>::new(
                         "INSERT INTO pages (id, url, final_url, options_hash, status, content_type,
                              title, fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info,
-                             headers, ip, archive_state) ",
+                             headers, ip, archive_state, tenant) ",
                     );
                     insert_pages.push_values(&stored, |mut row, page| {
                         row.push_bind(page.job_id.as_str())
@@ -87,7 +89,8 @@ macro_rules! page_queries {
                             .push_bind(page.info.as_str())
                             .push_bind(page.headers.as_str())
                             .push_bind(page.ip.as_deref())
-                            .push_bind(page.archive_state());
+                            .push_bind(page.archive_state())
+                            .push_bind(page.tenant.as_str());
                     });
                     insert_pages.push(" ON CONFLICT DO NOTHING");
                     insert_pages.build().execute(&mut *tx).await?;
@@ -138,17 +141,44 @@ macro_rules! page_queries {
 
             pub(super) async fn latest_page(
                 &self,
+                scope: &Scope,
                 url: &str,
             ) -> Result<Option<PageRecord>, Error> {
                 let select = format!(
-                    "{PAGE_COLUMNS} WHERE url = $1 OR final_url = $1
+                    "{PAGE_COLUMNS} WHERE (url = $1 OR final_url = $1)
+                       AND (CAST($2 AS TEXT) IS NULL OR tenant = CAST($2 AS TEXT))
                      ORDER BY fetched_at_ms DESC LIMIT 1"
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(select))
                     .bind(url)
+                    .bind(scope.filter())
                     .fetch_optional(&self.pool)
                     .await?;
                 row.map(|row| rows::page(&row)).transpose()
+            }
+
+            pub(super) async fn adopt_page(
+                &self,
+                page_id: &str,
+                new_id: &str,
+                tenant: &Tenant,
+            ) -> Result<Option<PageRecord>, Error> {
+                sqlx::query(
+                    "INSERT INTO pages (id, url, final_url, options_hash, status, content_type,
+                         title, fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info,
+                         headers, ip, tenant)
+                     SELECT $2, url, final_url, options_hash, status, content_type, title,
+                         fetched_at, fetched_at_ms, content_hash, raw_hash, lines, info,
+                         headers, ip, $3
+                     FROM pages WHERE id = $1
+                     ON CONFLICT DO NOTHING",
+                )
+                .bind(page_id)
+                .bind(new_id)
+                .bind(tenant.as_str())
+                .execute(&self.pool)
+                .await?;
+                self.page(new_id).await
             }
 
             pub(super) async fn request_archive(

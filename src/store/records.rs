@@ -10,6 +10,7 @@ use trawl_workers::job::JobError;
 use utoipa::ToSchema;
 
 use super::rows;
+use crate::tenant::Tenant;
 
 /// A job to record before it is queued.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub struct NewJob {
     pub webhook: Option<String>,
     /// The crawl it belongs to.
     pub crawl_id: Option<String>,
+    /// The tenant it belongs to.
+    pub tenant: Tenant,
 }
 
 impl NewJob {
@@ -44,6 +47,7 @@ impl NewJob {
             max_attempts,
             webhook: None,
             crawl_id: None,
+            tenant: Tenant::default(),
         }
     }
 }
@@ -57,6 +61,8 @@ pub struct NewBatch {
     pub webhook: Option<String>,
     /// Jobs in the batch.
     pub total: u64,
+    /// The tenant it belongs to.
+    pub tenant: Tenant,
 }
 
 /// What a cancel request found.
@@ -182,6 +188,9 @@ pub struct JobRecord {
     pub finished_at: Option<String>,
     /// Its place in the order jobs ended.
     pub done_seq: Option<i64>,
+    /// The tenant it belongs to (internal: not shown).
+    #[serde(skip)]
+    pub tenant: String,
 }
 
 /// A job of a batch that ended, as `trawl run` reports it: the result as its stored JSON text
@@ -215,6 +224,8 @@ pub struct PageRecord {
     pub fetched_at_ms: i64,
     /// Its description.
     pub info: trawl_workers::fetch::PageInfo,
+    /// The tenant it belongs to.
+    pub tenant: String,
 }
 
 /// How a job ended, as the runner reports it.
@@ -294,6 +305,8 @@ pub struct NewPage<'a> {
     /// The attempt that fetched it: the page is stored and the job ends only if this is
     /// still the job's latest attempt (`None`: no check).
     pub attempt: Option<u32>,
+    /// The tenant it belongs to (its job's).
+    pub tenant: &'a str,
 }
 
 /// A stored page as the archive pool takes it: what the index and the WARC records need.
@@ -317,6 +330,8 @@ pub struct ArchivePage {
     pub ip: Option<String>,
     /// Its WARC record, once written.
     pub warc_record_id: Option<String>,
+    /// The tenant it belongs to.
+    pub tenant: String,
 }
 
 /// An agent session as recorded.
@@ -324,7 +339,7 @@ pub struct ArchivePage {
 pub struct SessionRecord {
     /// The session id (ULID).
     pub id: String,
-    /// Fingerprint of the token that opened it.
+    /// The tenant that opened it (sessions are visible to its tokens only).
     #[serde(skip)]
     pub owner: String,
     /// `desktop` or `mobile`.

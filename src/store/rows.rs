@@ -46,11 +46,11 @@ columns!(sqlx::postgres::PgRow);
 
 /// The columns [`job`] reads.
 pub(super) const JOB_COLUMNS: &str = "SELECT id, kind, batch_id, url, status, attempts, \
-     max_attempts, result, error, created_at, finished_at, done_seq FROM jobs";
+     max_attempts, result, error, created_at, finished_at, done_seq, tenant FROM jobs";
 
 /// The columns [`page`] reads.
 pub(super) const PAGE_COLUMNS: &str =
-    "SELECT id, content_hash, lines, fetched_at_ms, info FROM pages";
+    "SELECT id, content_hash, lines, fetched_at_ms, info, tenant FROM pages";
 
 /// Parses a stored job status.
 pub(super) fn status(text: String) -> Result<Status, Error> {
@@ -86,6 +86,7 @@ pub(super) fn job(row: &impl Columns) -> Result<JobRecord, Error> {
         created_at: row.text("created_at")?,
         finished_at: row.opt_text("finished_at")?,
         done_seq: row.opt_int("done_seq")?,
+        tenant: row.text("tenant")?,
     })
 }
 
@@ -112,11 +113,12 @@ pub(super) fn page(row: &impl Columns) -> Result<PageRecord, Error> {
         lines: row.int("lines")?.max(0) as u64,
         fetched_at_ms: row.int("fetched_at_ms")?,
         info: from_json(&row.text("info")?, "page info")?,
+        tenant: row.text("tenant")?,
     })
 }
 
 /// A row of `rowid, id, url, content_hash, raw_hash, fetched_at_ms, info, headers, ip,
-/// warc_record_id`: the page and its cursor.
+/// warc_record_id, tenant`: the page and its cursor.
 pub(super) fn archive_page(row: &impl Columns) -> Result<(ArchivePage, i64), Error> {
     let page = ArchivePage {
         id: row.text("id")?,
@@ -132,6 +134,7 @@ pub(super) fn archive_page(row: &impl Columns) -> Result<(ArchivePage, i64), Err
             .unwrap_or_default(),
         ip: row.opt_text("ip")?,
         warc_record_id: row.opt_text("warc_record_id")?,
+        tenant: row.text("tenant")?,
     };
     Ok((page, row.int("rowid")?))
 }
@@ -160,6 +163,7 @@ pub(super) fn crawl(row: &impl Columns) -> Result<CrawlRecord, Error> {
         },
         created_at: row.text("created_at")?,
         finished_at: row.opt_text("finished_at")?,
+        tenant: row.text("tenant")?,
     })
 }
 

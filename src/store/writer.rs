@@ -55,6 +55,7 @@ pub(super) struct PendingPage {
     pub(super) headers: String,
     pub(super) ip: Option<String>,
     pub(super) archive: bool,
+    pub(super) tenant: String,
     pub(super) result: String,
     /// The attempt that produced the page: the job ends only if it is still the job's latest
     /// attempt (a worker that lost its job cannot commit late). `None`: no check.
@@ -161,6 +162,7 @@ impl Writer {
             headers: to_json(&page.headers),
             ip: page.ip.map(|ip| ip.to_string()),
             archive: page.archive,
+            tenant: page.tenant.to_owned(),
             result: result_for(&content_hash),
             attempt: page.attempt.map(i64::from),
             text_blob,

@@ -40,7 +40,10 @@ impl Api {
                 ..runner::Config::default()
             },
             api: api::Config {
-                tokens: tokens.iter().map(|token| Secret::new(*token)).collect(),
+                tokens: tokens
+                    .iter()
+                    .map(|token| Secret::new(*token).into())
+                    .collect(),
                 max_body_bytes: 4_096,
                 max_batch: 10,
                 sync_timeout_secs: 10,

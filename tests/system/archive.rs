@@ -111,7 +111,7 @@ async fn archived_pages_are_searchable_and_written_as_warc_records() {
     // The title of article 3 finds article 3 first, with its heading path and a snippet.
     let page = context
         .store
-        .latest_page(&server.url("/article/3"))
+        .latest_page(&trawl::tenant::Scope::default(), &server.url("/article/3"))
         .await
         .expect("reads")
         .expect("stored");

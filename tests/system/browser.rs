@@ -955,8 +955,8 @@ fn api_router(
         queue,
         config: Arc::new(trawl::api::Config {
             tokens: vec![
-                trawl::config::Secret::new(TOKEN_A),
-                trawl::config::Secret::new(TOKEN_B),
+                trawl::config::Secret::new(TOKEN_A).into(),
+                trawl::config::Secret::new(TOKEN_B).into(),
             ],
             ..trawl::api::Config::default()
         }),
@@ -1375,7 +1375,8 @@ fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
         store
             .create_session(
                 "left-open",
-                &trawl::sessions::owner_of(Some(token_a)),
+                // token_a is the first bare token: the default tenant.
+                trawl::tenant::DEFAULT,
                 "desktop",
                 Some(&host_url),
             )

@@ -12,6 +12,7 @@ mod faults;
 mod pipeline;
 mod queue;
 mod store;
+mod tenants;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -58,16 +58,28 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
     assert!(text.starts_with(&result.content.text));
     assert_eq!(page.content_hash, result.content_hash);
 
-    let lines = trawl::pages::read(&context.store, &server.url("/article/1"), 2, Some(3))
-        .await
-        .expect("reads")
-        .expect("found");
+    let lines = trawl::pages::read(
+        &context.store,
+        &Default::default(),
+        &server.url("/article/1"),
+        2,
+        Some(3),
+    )
+    .await
+    .expect("reads")
+    .expect("found");
     assert_eq!(lines.lines.len(), 2);
     assert_eq!(lines.total_lines, page.lines);
-    let past_end = trawl::pages::read(&context.store, &server.url("/article/1"), 10_000, None)
-        .await
-        .expect("reads")
-        .expect("found");
+    let past_end = trawl::pages::read(
+        &context.store,
+        &Default::default(),
+        &server.url("/article/1"),
+        10_000,
+        None,
+    )
+    .await
+    .expect("reads")
+    .expect("found");
     assert!(past_end.lines.is_empty());
 }
 

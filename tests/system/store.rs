@@ -16,6 +16,7 @@ on_both_engines!(
     a_worker_that_lost_its_job_cannot_commit_late,
     session_replay_logs_keep_steps_and_screenshots_in_order,
     session_hosts_register_renew_and_take_their_sessions_with_them,
+    jobs_crawls_and_pages_belong_to_their_tenant,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -134,6 +135,7 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs(db:
                 ip: None,
                 archive: n % 2 == 0,
                 attempt: None,
+                tenant: trawl::tenant::DEFAULT,
             };
             let (_, ended) = store
                 .finish_with_page(&id, page, |hash| {
@@ -253,7 +255,11 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
     let crawl_id = ulid::Ulid::generate().to_string();
     let spec = trawl_workers::job::CrawlSpec::new(vec!["https://example.com/".to_owned()]);
     store
-        .create_crawl(&crawl_id, &serde_json::to_value(&spec).expect("json"))
+        .create_crawl(
+            &crawl_id,
+            &trawl::tenant::Tenant::default(),
+            &serde_json::to_value(&spec).expect("json"),
+        )
         .await
         .expect("creates");
     let key = |name: &str| format!("https://example.com/{name}");
@@ -420,6 +426,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         id: ulid::Ulid::generate().to_string(),
         webhook: Some("https://hooks.example/".to_owned()),
         total: 4,
+        tenant: trawl::tenant::Tenant::default(),
     };
     let ids: Vec<String> = (0..4).map(|_| ulid::Ulid::generate().to_string()).collect();
     let jobs: Vec<NewJob> = ids.iter().map(|id| new_job(id, &batch.id)).collect();
@@ -444,6 +451,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
             ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             archive: n != 1,
             attempt: Some(1),
+            tenant: trawl::tenant::DEFAULT,
         };
         let (hash, ended) = store
             .finish_with_page(id, page, |hash| {
@@ -575,7 +583,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
             .is_none()
     );
     let latest = store
-        .latest_page("https://example.com/c")
+        .latest_page(&trawl::tenant::Scope::default(), "https://example.com/c")
         .await
         .expect("reads")
         .expect("page");
@@ -728,6 +736,7 @@ async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
         ip: None,
         archive: false,
         attempt: Some(attempt),
+        tenant: trawl::tenant::DEFAULT,
     };
     let (_, late) = store
         .finish_with_page(&id, page(1), |_| "{\"late\": true}".to_owned())
@@ -901,4 +910,113 @@ async fn stores_and_queues_opened_at_once_on_new_files_all_open() {
     for result in opened {
         result.expect("every open succeeds");
     }
+}
+
+async fn jobs_crawls_and_pages_belong_to_their_tenant(db: TestDb) {
+    use trawl::tenant::{Scope, Tenant};
+    let store = db.open().await;
+    let acme = Tenant::new("acme").expect("valid");
+    let (of_acme, of_default, admin) = (Scope::of(acme.clone()), Scope::default(), Scope::admin());
+    let id = ulid::Ulid::generate().to_string();
+    let job = NewJob {
+        tenant: acme.clone(),
+        ..new_job(&id, "t")
+    };
+    store.create_jobs(&[job]).await.expect("records");
+    assert!(store.job_in(&of_acme, &id).await.expect("reads").is_some());
+    assert!(
+        store
+            .job_in(&of_default, &id)
+            .await
+            .expect("reads")
+            .is_none()
+    );
+    assert!(store.job_in(&admin, &id).await.expect("reads").is_some());
+
+    let url = "https://example.com/tenant";
+    let info = page_info(url);
+    store.begin_attempt(&id).await.expect("starts");
+    let page = trawl::store::NewPage {
+        url,
+        final_url: url,
+        options_hash: "o",
+        info: &info,
+        text: "acme's text",
+        raw: b"<p>acme's text</p>",
+        headers: &[],
+        ip: None,
+        archive: false,
+        attempt: None,
+        tenant: acme.as_str(),
+    };
+    store
+        .finish_with_page(&id, page, |_| "{}".to_owned())
+        .await
+        .expect("stores");
+    let read = |scope: Scope| {
+        let store = store.clone();
+        async move { store.latest_page(&scope, url).await.expect("reads") }
+    };
+    let mine = read(of_acme.clone()).await.expect("acme's page");
+    assert_eq!(
+        (mine.id.as_str(), mine.tenant.as_str()),
+        (id.as_str(), "acme")
+    );
+    assert!(read(of_default.clone()).await.is_none());
+    assert_eq!(read(admin.clone()).await.expect("all").id, id);
+
+    // A copy for the default tenant: same blobs, its own id, found by the default tenant.
+    let copy_id = ulid::Ulid::generate().to_string();
+    let copy = store
+        .adopt_page(&id, &copy_id, &Tenant::default())
+        .await
+        .expect("adopts")
+        .expect("copied");
+    assert_eq!(
+        (copy.id.as_str(), copy.tenant.as_str()),
+        (copy_id.as_str(), "default")
+    );
+    assert_eq!(copy.content_hash, mine.content_hash);
+    assert_eq!(copy.fetched_at_ms, mine.fetched_at_ms);
+    assert_eq!(read(of_default).await.expect("the copy").id, copy_id);
+    assert_eq!(read(of_acme.clone()).await.expect("still acme's").id, id);
+    // Adopting again returns the same copy.
+    let again = store
+        .adopt_page(&id, &copy_id, &Tenant::default())
+        .await
+        .expect("adopts")
+        .expect("copied");
+    assert_eq!(again, copy);
+
+    let crawl_id = ulid::Ulid::generate().to_string();
+    let spec = trawl_workers::job::CrawlSpec::new(vec![url.to_owned()]);
+    store
+        .create_crawl(
+            &crawl_id,
+            &acme,
+            &serde_json::to_value(&spec).expect("json"),
+        )
+        .await
+        .expect("creates");
+    assert!(
+        store
+            .crawl_in(&of_acme, &crawl_id)
+            .await
+            .expect("reads")
+            .is_some()
+    );
+    assert!(
+        store
+            .crawl_in(&Scope::default(), &crawl_id)
+            .await
+            .expect("reads")
+            .is_none()
+    );
+    assert!(
+        store
+            .crawl_in(&admin, &crawl_id)
+            .await
+            .expect("reads")
+            .is_some()
+    );
 }

@@ -132,6 +132,15 @@ impl FetchJob {
         Ok(())
     }
 
+    /// Whether the page this job fetches may be served to anyone who asks for the same URL
+    /// and options: a plain public fetch. A fetch through a proxy of its own may see what
+    /// only that proxy sees (a private network, an account's region), so its page is kept for
+    /// the tenant that asked. A new option that carries a caller's identity (request headers,
+    /// credentials, cookies, a render script) must make this false.
+    pub fn shares_cache(&self) -> bool {
+        matches!(self.proxy.as_deref(), None | Some("direct"))
+    }
+
     /// Returns a fetch job for `url` with every option at its default.
     pub fn new(url: impl Into<String>) -> Self {
         FetchJob {

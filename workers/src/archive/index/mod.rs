@@ -3,7 +3,9 @@
 //!
 //! Versions: each fetch of a URL is a version with its own `page_id`, and each version is valid
 //! from its `fetched_at` until `valid_until` (the next version's `fetched_at`, or [`FAR_FUTURE`]
-//! for the latest). Default search sees the latest version of each URL; `as_of` sees the
+//! for the latest). A URL's versions are each tenant's own: every chunk carries its page's
+//! `tenant`, a search may be restricted to one ([`SearchQuery::tenant`]), and one tenant's
+//! fetch never closes another tenant's version. Default search sees the latest version of each URL; `as_of` sees the
 //! versions with `fetched_at <= as_of < valid_until`. [`ArchiveWriter::add_page`] keeps these
 //! windows consistent, including for versions that arrive out of order; the rule is on that
 //! method.

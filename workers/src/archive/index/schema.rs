@@ -7,7 +7,9 @@
 //! stemming, so every language is treated alike), with positions (phrase queries), stored.
 //! `fetched_at` (indexed, stored, fast) and `valid_until` (indexed, fast, not stored): dates,
 //! microsecond precision in the fast fields, second precision in the inverted index.
-//! `chunk_index`: stored u64.
+//! `chunk_index`: stored u64. `tenant`: the tenant the page belongs to, untokenized, stored
+//! (searches are filtered by it). `series`: `{tenant} {url}`, untokenized, stored: the versions
+//! of a URL are a tenant's own (one tenant's newer fetch never closes another's version).
 //!
 //! Not here: filling a document from a chunk (`writer`) or reading hits (`search`).
 
@@ -31,6 +33,8 @@ pub(super) struct Fields {
     pub(super) lang: Field,
     pub(super) content_hash: Field,
     pub(super) chunk_index: Field,
+    pub(super) tenant: Field,
+    pub(super) series: Field,
 }
 
 pub(super) const PAGE_ID: &str = "page_id";
@@ -57,6 +61,8 @@ pub(super) fn schema() -> (Schema, Fields) {
         lang: b.add_text_field("lang", STRING | STORED),
         content_hash: b.add_text_field("content_hash", STRING | STORED),
         chunk_index: b.add_u64_field("chunk_index", STORED),
+        tenant: b.add_text_field("tenant", STRING | STORED),
+        series: b.add_text_field("series", STRING | STORED),
     };
     (b.build(), fields)
 }

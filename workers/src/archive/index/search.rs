@@ -69,6 +69,8 @@ pub struct SearchQuery {
     pub k: usize,
     /// Most chunks of one page in the hits (default 2); 0 means no limit.
     pub per_page: usize,
+    /// Only chunks of this tenant's pages; `None`: every tenant's.
+    pub tenant: Option<String>,
 }
 
 impl SearchQuery {
@@ -91,6 +93,7 @@ impl Default for SearchQuery {
             as_of: None,
             k: 10,
             per_page: 2,
+            tenant: None,
         }
     }
 }
@@ -148,21 +151,33 @@ impl ArchiveIndex {
         // drives the search, where checking it per document while collecting would score
         // every match of a common word before k matches from that host turned up. It scores
         // nothing, so ranks are the same.
-        let query: Box<dyn Query> = match &filter.host {
-            Some(host) => Box::new(BooleanQuery::new(vec![
-                (Occur::Must, parsed.box_clone()),
-                (
+        // The tenant likewise (its pages are all a tenant may see).
+        let required: Vec<Term> = [
+            filter
+                .host
+                .as_deref()
+                .map(|host| Term::from_field_text(f.host, host)),
+            q.tenant
+                .as_deref()
+                .map(|tenant| Term::from_field_text(f.tenant, tenant)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let query: Box<dyn Query> = if required.is_empty() {
+            parsed.box_clone()
+        } else {
+            let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, parsed.box_clone())];
+            for term in required {
+                clauses.push((
                     Occur::Must,
                     Box::new(ConstScoreQuery::new(
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(f.host, host),
-                            IndexRecordOption::Basic,
-                        )),
+                        Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
                         0.0,
                     )),
-                ),
-            ])),
-            None => parsed.box_clone(),
+                ));
+            }
+            Box::new(BooleanQuery::new(clauses))
         };
         let searcher = self.reader.searcher();
         let top = if q.per_page == 0 || q.per_page >= k {

@@ -54,6 +54,7 @@ struct Page {
     fetched_at: jiff::Timestamp,
     hash: String,
     chunks: Vec<Chunk>,
+    tenant: String,
 }
 
 impl Page {
@@ -74,6 +75,7 @@ impl Page {
                 .enumerate()
                 .map(|(i, t)| chunk(i as u32, &[], t))
                 .collect(),
+            tenant: "default".to_string(),
         }
     }
 
@@ -87,6 +89,7 @@ impl Page {
             lang: Some("en"),
             content_hash: &self.hash,
             chunks: &self.chunks,
+            tenant: &self.tenant,
         }
     }
 }
@@ -322,6 +325,58 @@ fn rearchive_replaces_latest_and_keeps_history() {
     assert_eq!(old[0].chunk_id, "v1:1");
     assert_eq!(old[0].fetched_at, "2024-01-01T00:00:00Z");
     assert_eq!(old[0].url, url);
+}
+
+#[test]
+fn tenants_see_only_their_pages_and_keep_their_own_versions() {
+    let dir = TempDir::new("tenants");
+    let (index, mut w) = open(&dir);
+    let url = "https://shared.test/a";
+    let mut mine = Page::new(
+        "p-a",
+        url,
+        "2026-01-01T00:00:00Z",
+        "ha",
+        &["falcon secret of acme"],
+    );
+    mine.tenant = "acme".to_string();
+    let mut theirs = Page::new(
+        "p-b",
+        url,
+        "2026-01-02T00:00:00Z",
+        "hb",
+        &["falcon notes of beta"],
+    );
+    theirs.tenant = "beta".to_string();
+    w.add_page(&mine.doc()).unwrap();
+    w.add_page(&theirs.doc()).unwrap();
+    w.commit().unwrap();
+    let of = |tenant: &str| SearchQuery {
+        tenant: Some(tenant.to_string()),
+        ..SearchQuery::new("falcon")
+    };
+    // beta's newer fetch of the same URL is not a version of acme's page: acme still finds
+    // its latest version, and neither sees the other's.
+    assert_eq!(page_ids(&search(&index, of("acme"))), ["p-a"]);
+    assert_eq!(page_ids(&search(&index, of("beta"))), ["p-b"]);
+    assert!(search(&index, of("gamma")).is_empty());
+    assert!(
+        search(
+            &index,
+            SearchQuery {
+                tenant: Some("beta".into()),
+                ..SearchQuery::new("secret")
+            }
+        )
+        .is_empty()
+    );
+    // Without a tenant (the admin), both.
+    let mut all = page_ids(&search(&index, SearchQuery::new("falcon")))
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    all.sort();
+    assert_eq!(all, ["p-a", "p-b"]);
 }
 
 #[test]

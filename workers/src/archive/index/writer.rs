@@ -35,6 +35,9 @@ pub struct PageDoc<'a> {
     pub content_hash: &'a str,
     /// The page's chunks, one document each.
     pub chunks: &'a [Chunk],
+    /// The tenant the page belongs to: searches are filtered by it, and a URL's versions are
+    /// each tenant's own.
+    pub tenant: &'a str,
 }
 
 /// What [`ArchiveWriter::add_page`] did.
@@ -89,7 +92,7 @@ impl UrlState {
 pub struct ArchiveWriter {
     index: ArchiveIndex,
     writer: IndexWriter<TantivyDocument>,
-    /// URLs written since the last commit.
+    /// URLs written since the last commit, by series (tenant and URL).
     urls: HashMap<String, UrlState>,
     /// page_ids written since the last commit.
     pages: HashSet<String>,
@@ -150,10 +153,11 @@ impl ArchiveWriter {
             return Ok(Added::Unchanged);
         }
         let at = micros(page.fetched_at);
-        let url_term = Term::from_field_text(f.url, page.url);
+        let series = series_key(page.tenant, page.url);
+        let url_term = Term::from_field_text(f.series, &series);
 
-        let was_pending = self.urls.contains_key(page.url);
-        let mut state = match self.urls.remove(page.url) {
+        let was_pending = self.urls.contains_key(&series);
+        let mut state = match self.urls.remove(&series) {
             Some(state) => state,
             None => {
                 let latest = BooleanQuery::new(vec![
@@ -192,7 +196,7 @@ impl ArchiveWriter {
         // Keep what was read only when something was written: unchanged pages must not grow
         // the writer's memory between commits.
         if was_pending || matches!(result, Ok(Added::Indexed { .. })) {
-            self.urls.insert(page.url.to_string(), state);
+            self.urls.insert(series, state);
         }
         result
     }
@@ -369,7 +373,14 @@ fn chunk_doc(f: &Fields, page: &PageDoc<'_>, at: i64, chunk: &Chunk) -> TantivyD
     }
     doc.add_text(f.content_hash, page.content_hash);
     doc.add_u64(f.chunk_index, u64::from(chunk.index));
+    doc.add_text(f.tenant, page.tenant);
+    doc.add_text(f.series, series_key(page.tenant, page.url));
     doc
+}
+
+/// The key of a URL's versions: the tenant and the URL (a tenant name has no space).
+fn series_key(tenant: &str, url: &str) -> String {
+    format!("{tenant} {url}")
 }
 
 /// Chunks of latest versions: `valid_until` = [`FAR_FUTURE`] (a term of the inverted index).

@@ -1,0 +1,365 @@
+//! Tenants over HTTP: the real router served on 127.0.0.1 by an `App` built as `trawl serve`
+//! builds it (fetch and archive pools beside it), with two bare tokens (two tenants) and an
+//! admin token, on both store engines. Another tenant's job, crawl, page, search hit or cached
+//! private page is not found; a plain public fetch is shared through the cache.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use testkit::FixtureServer;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use trawl::api::{self, AppState, TokenEntry};
+use trawl::app::Shutdown;
+use trawl::config::{Config, Secret};
+
+use crate::engines::{TestDb, on_both_engines};
+use crate::{spawn_app, test_config};
+
+const TOKEN_A: &str = "tenant-a-token-0123456789";
+const TOKEN_B: &str = "tenant-b-token-0123456789";
+const ADMIN: &str = "admin-token-0123456789abc";
+
+/// A server with two tenants' tokens and the admin token.
+struct Server {
+    base: String,
+    http: reqwest::Client,
+    shutdown: Shutdown,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start(db: &TestDb) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = Config {
+            namespace: "tenants-test".to_owned(),
+            database_url: Some(Secret::new(db.url.clone())),
+            ..test_config(dir.path())
+        };
+        config.api = api::Config {
+            tokens: vec![
+                TokenEntry::Bare(Secret::new(TOKEN_A)),
+                TokenEntry::Bare(Secret::new(TOKEN_B)),
+            ],
+            admin_token: Some(Secret::new(ADMIN)),
+            sync_timeout_secs: 10,
+            ..api::Config::default()
+        };
+        config.archive.commit_ms = 50;
+        config.validate().expect("valid");
+        let mut app = spawn_app(&config).await;
+        let index = trawl_workers::archive::index::ArchiveIndex::open_or_create(
+            &trawl::archive::index_dir(&config.data_dir),
+        )
+        .expect("index opens");
+        app.start_pools();
+        app.start_archive(trawl::archive::Stop::Now)
+            .expect("archive pool starts");
+        let state = AppState {
+            context: app.deps().clone(),
+            queue: app.deps().queue.clone(),
+            config: Arc::new(config.api.clone()),
+            archive: Some(api::ArchiveSearch { index, per_page: 2 }),
+            sessions: None,
+            remote_sessions: None,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        app.serve("server", listener, api::router(state));
+        Server {
+            base,
+            http: reqwest::Client::new(),
+            shutdown: app.shutdown_signal(),
+            _dir: dir,
+        }
+    }
+
+    /// Calls the API with `token`; returns the status and the JSON body (null when not JSON).
+    async fn call(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string());
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, token: &str, path: &str) -> (StatusCode, Value) {
+        self.call(token, reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&self, token: &str, path: &str, body: Value) -> (StatusCode, Value) {
+        self.call(token, reqwest::Method::POST, path, Some(body))
+            .await
+    }
+
+    async fn delete(&self, token: &str, path: &str) -> (StatusCode, Value) {
+        self.call(token, reqwest::Method::DELETE, path, None).await
+    }
+
+    /// Waits for a job of `token`'s tenant to end; returns its record.
+    async fn ended(&self, token: &str, id: &str) -> Value {
+        for _ in 0..400 {
+            let (status, job) = self.get(token, &format!("/v1/jobs/{id}")).await;
+            assert_eq!(status, StatusCode::OK, "{job}");
+            if job["status"] != "queued" && job["status"] != "running" {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("job {id} did not end");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+    }
+}
+
+/// Asserts a 404 with the `not_found` code.
+fn not_found((status, body): (StatusCode, Value), what: &str) {
+    assert_eq!(status, StatusCode::NOT_FOUND, "{what}: {body}");
+    assert_eq!(body["error"]["code"], "not_found", "{what}: {body}");
+}
+
+async fn another_tenants_objects_are_not_found(db: TestDb) {
+    let site = FixtureServer::start().await.expect("fixture");
+    let server = Server::start(&db).await;
+    let url = site.url("/article/1");
+
+    // A's job, with its page archived.
+    let (status, submitted) = server
+        .post(TOKEN_A, "/v1/jobs", json!({"url": url, "archive": true}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
+    let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
+    let job = server.ended(TOKEN_A, &id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let title = job["result"]["title"].as_str().expect("a title").to_owned();
+
+    // B: no job, no events, no cancel.
+    not_found(server.get(TOKEN_B, &format!("/v1/jobs/{id}")).await, "job");
+    not_found(
+        server.get(TOKEN_B, &format!("/v1/jobs/{id}/events")).await,
+        "events",
+    );
+    not_found(
+        server.delete(TOKEN_B, &format!("/v1/jobs/{id}")).await,
+        "cancel",
+    );
+    // ... no page to read or grep.
+    let query = format!("/v1/pages?url={}", urlencode(&url));
+    assert_eq!(server.get(TOKEN_A, &query).await.0, StatusCode::OK);
+    not_found(server.get(TOKEN_B, &query).await, "page read");
+    let grep = json!({"url": url, "pattern": "."});
+    assert_eq!(
+        server.post(TOKEN_A, "/v1/pages/grep", grep.clone()).await.0,
+        StatusCode::OK
+    );
+    not_found(server.post(TOKEN_B, "/v1/pages/grep", grep).await, "grep");
+    // The admin sees A's job.
+    assert_eq!(
+        server.get(ADMIN, &format!("/v1/jobs/{id}")).await.0,
+        StatusCode::OK
+    );
+
+    // A's crawl: B can neither read nor cancel it.
+    let (status, crawl) = server
+        .post(
+            TOKEN_A,
+            "/v1/crawls",
+            json!({"seeds": [site.url("/site/1")], "max_depth": 0, "robots": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{crawl}");
+    let crawl_id = crawl["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        server
+            .get(TOKEN_A, &format!("/v1/crawls/{crawl_id}"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    not_found(
+        server.get(TOKEN_B, &format!("/v1/crawls/{crawl_id}")).await,
+        "crawl",
+    );
+    not_found(
+        server
+            .delete(TOKEN_B, &format!("/v1/crawls/{crawl_id}"))
+            .await,
+        "crawl cancel",
+    );
+    assert_eq!(
+        server.get(ADMIN, &format!("/v1/crawls/{crawl_id}")).await.0,
+        StatusCode::OK
+    );
+
+    // Search: A finds its archived page; B finds nothing; the admin finds A's page.
+    let words: String = title
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.len() > 3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let search = format!("/v1/search?q={}", urlencode(&words));
+    let mut found = Value::Null;
+    for _ in 0..200 {
+        let (status, body) = server.get(TOKEN_A, &search).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["hits"].as_array().is_some_and(|hits| !hits.is_empty()) {
+            found = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(found["hits"][0]["url"], url.as_str(), "{found}");
+    let (status, theirs) = server.get(TOKEN_B, &search).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(theirs["hits"], json!([]), "{theirs}");
+    let (_, all) = server.get(ADMIN, &search).await;
+    assert_eq!(all["hits"][0]["url"], url.as_str(), "{all}");
+}
+
+async fn the_cache_is_shared_only_for_plain_public_fetches(db: TestDb) {
+    let site = FixtureServer::start().await.expect("fixture");
+    let proxy = ForwardProxy::start(site.addr()).await;
+    let server = Server::start(&db).await;
+
+    // A plain public fetch by A is served to B from the cache, as B's own page.
+    let public = json!({"url": site.url("/article/2")});
+    let (status, first) = server.post(TOKEN_A, "/v1/fetch", public.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["cached"], false);
+    let (status, second) = server.post(TOKEN_B, "/v1/fetch", public).await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["cached"], true, "{second}");
+    assert_ne!(second["page_id"], first["page_id"]);
+    assert_eq!(site.hits("/article/2"), 1);
+    let read = format!("/v1/pages?url={}", urlencode(&site.url("/article/2")));
+    let (status, page) = server.get(TOKEN_B, &read).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["page_id"], second["page_id"]);
+
+    // A fetch through A's own proxy is A's: cached for A, fetched again for B.
+    let private = |token_proxy: &str| json!({"url": site.url("/article/3"), "proxy": token_proxy});
+    let (status, mine) = server
+        .post(TOKEN_A, "/v1/fetch", private(&proxy.url("a")))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{mine}");
+    assert_eq!(mine["cached"], false);
+    let (status, again) = server
+        .post(TOKEN_A, "/v1/fetch", private(&proxy.url("a")))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(
+        again["cached"], true,
+        "A's own private page is cached for A"
+    );
+    let (status, theirs) = server
+        .post(TOKEN_B, "/v1/fetch", private(&proxy.url("b")))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{theirs}");
+    assert_eq!(
+        theirs["cached"], false,
+        "A's private page served to B: {theirs}"
+    );
+    assert_ne!(theirs["page_id"], mine["page_id"]);
+    assert_eq!(site.hits("/article/3"), 2);
+    // B's plain public fetch of that URL does not find A's private page either.
+    let (status, plain) = server
+        .post(TOKEN_B, "/v1/fetch", json!({"url": site.url("/article/3")}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{plain}");
+    assert_eq!(plain["cached"], false, "{plain}");
+}
+
+on_both_engines!(
+    another_tenants_objects_are_not_found,
+    the_cache_is_shared_only_for_plain_public_fetches
+);
+
+/// Percent-encodes a query value.
+fn urlencode(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// A plain-HTTP forward proxy that sends every request to one address (the fixture server):
+/// enough to make a fetch go through "a proxy of its own".
+struct ForwardProxy {
+    address: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ForwardProxy {
+    async fn start(target: std::net::SocketAddr) -> ForwardProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let address = listener.local_addr().expect("address");
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match client.read(&mut byte).await {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    // `GET http://host:port/path HTTP/1.1` → `GET /path HTTP/1.1`.
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let Some((line, rest)) = head.split_once("\r\n") else {
+                        return;
+                    };
+                    let mut parts = line.splitn(3, ' ');
+                    let (Some(method), Some(target_url), Some(version)) =
+                        (parts.next(), parts.next(), parts.next())
+                    else {
+                        return;
+                    };
+                    let path = url::Url::parse(target_url)
+                        .map(|url| url[url::Position::BeforePath..].to_owned())
+                        .unwrap_or_else(|_| target_url.to_owned());
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let request = format!("{method} {path} {version}\r\n{rest}");
+                    if upstream.write_all(request.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+            }
+        });
+        ForwardProxy { address, task }
+    }
+
+    /// The proxy's URL with a user name (each tenant's own credentials).
+    fn url(&self, user: &str) -> String {
+        format!("http://{user}:secret@{}", self.address)
+    }
+}
+
+impl Drop for ForwardProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
