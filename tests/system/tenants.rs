@@ -146,7 +146,7 @@ async fn another_tenants_objects_are_not_found(db: TestDb) {
 
     // A's job, with its page archived.
     let (status, submitted) = server
-        .post(TOKEN_A, "/v1/jobs", json!({"url": url, "archive": true}))
+        .post(TOKEN_A, "/v1/jobs", json!({"kind": "fetch", "url": url, "archive": true}))
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
     let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
