@@ -58,13 +58,13 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
     assert!(text.starts_with(&result.content.text));
     assert_eq!(page.content_hash, result.content_hash);
 
-    let lines = trawl::pages::read(&context.store, &server.url("/article/1"), 2, Some(3))
+    let lines = trawl::pages::read(&context.store, &server.url("/article/1"), 2, Some(3), 0)
         .await
         .expect("reads")
         .expect("found");
     assert_eq!(lines.lines.len(), 2);
     assert_eq!(lines.total_lines, page.lines);
-    let past_end = trawl::pages::read(&context.store, &server.url("/article/1"), 10_000, None)
+    let past_end = trawl::pages::read(&context.store, &server.url("/article/1"), 10_000, None, 0)
         .await
         .expect("reads")
         .expect("found");
