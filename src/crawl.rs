@@ -2,7 +2,9 @@
 //! when they are new to the crawl, in scope, pass the globs and robots.txt, are within
 //! `max_depth` and the page budget (`max_pages`). Counters record what happened to every
 //! URL (a page's end is counted by the store in the transaction that ends it); the crawl
-//! completes when none of its jobs is queued or running (the pools look every 250 ms).
+//! completes when none of its jobs is queued or running (the pools look every 250 ms); a crawl
+//! with a webhook then gets its `completed` event (its pages' events are sent as a batch's
+//! jobs' are, by the runner).
 //!
 //! The frontier is durable: follow-ups are jobs in the queue, and every URL the crawl has seen
 //! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. A page's new
@@ -162,8 +164,42 @@ pub async fn seed(deps: &Deps, queue: &Queue, plan: &Plan) -> Result<(), StartEr
     .await;
     // Whatever happened, a crawl with no job left is complete (so a failed seeding does not
     // leave it running for ever).
-    deps.store.complete_crawl_if_done(&plan.id).await?;
+    if deps.store.complete_crawl_if_done(&plan.id).await? {
+        announce_completed(deps, std::slice::from_ref(&plan.id)).await;
+    }
     followed
+}
+
+/// Sends the `completed` event of each crawl just completed (by this process) that has a
+/// webhook: the crawl's record as its data.
+pub async fn announce_completed(deps: &Deps, crawl_ids: &[String]) {
+    let Some(webhooks) = &deps.webhooks else {
+        return;
+    };
+    for id in crawl_ids {
+        let record = match deps.store.crawl(id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(crawl_id = %id, error = %error, "reading a completed crawl failed");
+                continue;
+            }
+        };
+        let Some(url) = record
+            .spec
+            .webhook
+            .as_deref()
+            .and_then(|url| url::Url::parse(url).ok())
+        else {
+            continue;
+        };
+        let mut event = crate::webhooks::Event::new(
+            crate::webhooks::EventType::Completed,
+            serde_json::to_value(&record).unwrap_or_default(),
+        );
+        event.crawl_id = Some(id.clone());
+        webhooks.deliver(url, event);
+    }
 }
 
 /// The page URLs of the sitemaps of the seeds' sites (robots.txt Sitemap lines, then
@@ -293,11 +329,13 @@ pub async fn follow_from(
             archive: plan.spec.archive,
             render: plan.spec.render,
             proxy: plan.spec.proxy.clone(),
+            cache_ttl: plan.spec.cache_ttl,
             ..FetchJob::new(url.to_string())
         });
         jobs.push(NewJob {
             crawl_id: Some(plan.id.clone()),
             tenant: plan.tenant.clone(),
+            webhook: plan.spec.webhook.clone(),
             ..NewJob::new(&id, &job, deps.config.max_attempts)
         });
         envelopes.push(Envelope {
@@ -306,6 +344,7 @@ pub async fn follow_from(
                 depth: *depth,
             }),
             tenant: plan.tenant.clone(),
+            webhook: plan.spec.webhook.clone(),
             ..Envelope::new(id, job)
         });
         fates.push(Ok(jobs.len() - 1));

@@ -16,6 +16,8 @@
 //! - `deps`: [`deps::Deps`], the immutable bundle of shared parts, and the runner's settings.
 //! - `crawl`: seeds and followed links → fetch jobs, counters, completion.
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
+//! - `fetch_now`: one URL now, for a caller that waits: the cache, else a queued job awaited
+//!   (`POST /v1/fetch`, `trawl fetch`).
 //! - `archive`: the archive pool: pending pages → chunks → tantivy index, responses → WARC.
 //! - `sessions`: agent sessions: a browser context per session, previews, the replay log.
 //!   `session_hosts`: sessions on other workers (registry and routing).
@@ -40,6 +42,7 @@ pub mod config;
 pub mod crawl;
 pub mod crawl_policy;
 pub mod deps;
+pub mod fetch_now;
 pub mod metrics;
 pub mod pages;
 pub mod queue;

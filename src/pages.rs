@@ -1,5 +1,6 @@
 //! Reading stored pages: the most recent page of a URL (whatever options produced it), by
-//! line range, so an agent can page through a text longer than a result's `max_chars`.
+//! line range within a character cap, so an agent can page through a text longer than a
+//! result's `max_chars`; grep over its lines.
 //!
 //! Not here: fetching (a missing page is reported, never fetched).
 
@@ -32,6 +33,11 @@ pub struct LineRange {
     pub to: u64,
     /// Lines in the whole text.
     pub total_lines: u64,
+    /// True when the answer stopped before the line asked for (or cut its one line) to stay
+    /// within the character cap.
+    pub truncated: bool,
+    /// The first line of the next range, when the page goes on after `to`; `None` at its end.
+    pub next_from: Option<u64>,
     /// The lines.
     pub lines: Vec<String>,
 }
@@ -39,12 +45,17 @@ pub struct LineRange {
 /// Returns lines `from..=to` (1-based; `to` defaults to the last) of the newest page of
 /// `url` visible in `scope`, or `None` when no such page is stored. A range past the end is
 /// empty.
+///
+/// At most `max_chars` characters of lines (newlines counted; 0: no cap) are returned: the
+/// range stops before the line that would go over (`truncated`), and a first line longer than
+/// the cap is cut to it. `next_from` names where the next range starts.
 pub async fn read(
     store: &Store,
     scope: &Scope,
     url: &str,
     from: u64,
     to: Option<u64>,
+    max_chars: usize,
 ) -> Result<Option<LineRange>, store::Error> {
     let Some(page) = store.latest_page(scope, &lookup_key(url)).await? else {
         return Ok(None);
@@ -53,24 +64,104 @@ pub async fn read(
     let total_lines = text.lines().count() as u64;
     let from = from.max(1);
     let to = to.unwrap_or(total_lines).min(total_lines);
-    let lines: Vec<String> = if from > to {
-        Vec::new()
+    let budget = if max_chars == 0 {
+        usize::MAX
     } else {
-        text.lines()
+        max_chars
+    };
+    let mut lines: Vec<String> = Vec::new();
+    let mut truncated = false;
+    if from <= to {
+        let mut used = 0_usize;
+        for line in text
+            .lines()
             .skip((from - 1) as usize)
             .take((to - from + 1) as usize)
-            .map(str::to_owned)
-            .collect()
+        {
+            let cost = line.chars().count() + 1;
+            if used.saturating_add(cost) > budget {
+                truncated = true;
+                if lines.is_empty() {
+                    lines.push(line.chars().take(budget).collect());
+                }
+                break;
+            }
+            used += cost;
+            lines.push(line.to_owned());
+        }
+    }
+    let last = if lines.is_empty() {
+        from - 1
+    } else {
+        from + lines.len() as u64 - 1
     };
     Ok(Some(LineRange {
         url: page.info.url.clone(),
         page_id: page.id.clone(),
         fetched_at: page.info.fetched_at.clone(),
         from,
-        to: if lines.is_empty() { from - 1 } else { to },
+        to: last,
         total_lines,
+        truncated,
+        next_from: (!lines.is_empty() && last < total_lines).then_some(last + 1),
         lines,
     }))
+}
+
+/// Why a grep of a stored page gave no result.
+#[derive(Debug, thiserror::Error)]
+pub enum GrepError {
+    /// The pattern cannot be used.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// No page of the URL is stored.
+    #[error("no stored page for {0}")]
+    NoPage(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The grep's task failed.
+    #[error("grep failed: {0}")]
+    Internal(String),
+}
+
+/// A grep of the newest stored page of a URL (`POST /v1/pages/grep`, `trawl grep`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct PageGrep {
+    /// The page's URL.
+    pub url: String,
+    /// The page id.
+    pub page_id: String,
+    /// What matched.
+    #[serde(flatten)]
+    pub result: GrepResult,
+}
+
+/// Greps the newest stored page of `url` visible in `scope` for `pattern` (compiled safely, see
+/// [`compile_pattern`]), off the async threads.
+pub async fn grep_page(
+    store: &Store,
+    scope: &Scope,
+    url: &str,
+    pattern: &str,
+    ignore_case: bool,
+    query: GrepQuery,
+    limits: GrepLimits,
+) -> Result<PageGrep, GrepError> {
+    let regex = compile_pattern(pattern, ignore_case, &limits)?;
+    let page = store
+        .latest_page(scope, &lookup_key(url))
+        .await?
+        .ok_or_else(|| GrepError::NoPage(url.to_owned()))?;
+    let text = store.page_text(&page).await?;
+    let result = tokio::task::spawn_blocking(move || grep(&text, &regex, &query, &limits))
+        .await
+        .map_err(|error| GrepError::Internal(error.to_string()))?;
+    Ok(PageGrep {
+        url: page.info.url,
+        page_id: page.id,
+        result,
+    })
 }
 
 /// Limits of a grep over a page.

@@ -115,7 +115,7 @@ where
 {
     let queue = deps.queue.clone();
     let upkeep_queue = queue.clone();
-    let upkeep_store = deps.store.clone();
+    let upkeep_deps = deps.clone();
     // One lane keeps the queue tidy for both, and ends the crawls whose pages have all ended
     // (a page's end does not check its crawl: one write fewer per page).
     let upkeep = tokio::spawn(async move {
@@ -130,8 +130,9 @@ where
                 tracing::debug!(error = %error, "pruning ended queue tasks failed");
             }
             for _ in 0..4 {
-                if let Err(error) = upkeep_store.complete_idle_crawls().await {
-                    tracing::debug!(error = %error, "completing idle crawls failed");
+                match upkeep_deps.store.complete_idle_crawls().await {
+                    Ok(ended) => crate::crawl::announce_completed(&upkeep_deps, &ended).await,
+                    Err(error) => tracing::debug!(error = %error, "completing idle crawls failed"),
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
@@ -719,6 +720,7 @@ async fn announce_end(
             r#type: EventType::Completed,
             job_id: None,
             batch_id: Some(batch_id.clone()),
+            crawl_id: None,
             at: jiff::Timestamp::now().to_string(),
             data: serde_json::json!({ "counts": counts }),
         };
@@ -732,6 +734,7 @@ fn webhook_event(kind: EventType, envelope: &Envelope, data: serde_json::Value) 
         r#type: kind,
         job_id: Some(envelope.id.clone()),
         batch_id: envelope.batch_id.clone(),
+        crawl_id: envelope.crawl.as_ref().map(|crawl| crawl.id.clone()),
         at: jiff::Timestamp::now().to_string(),
         data,
     }

@@ -134,7 +134,7 @@ pub enum EventType {
     Started,
     /// A job produced a page (one per page of a batch or crawl).
     Page,
-    /// A batch ended: every job in it succeeded or failed.
+    /// A batch or a crawl ended: every job in it succeeded or failed.
     Completed,
     /// A job failed for good.
     Failed,
@@ -162,9 +162,12 @@ pub struct Event {
     pub job_id: Option<String>,
     /// The batch the job belongs to, if any.
     pub batch_id: Option<String>,
+    /// The crawl the job belongs to, or the crawl that completed (crawl events only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crawl_id: Option<String>,
     /// When it happened, RFC 3339 in UTC.
     pub at: String,
-    /// The details: a job's result or error, a batch's counts.
+    /// The details: a job's result or error, a batch's counts, a crawl's record.
     pub data: serde_json::Value,
 }
 
@@ -176,6 +179,7 @@ impl Event {
             r#type: event_type,
             job_id: None,
             batch_id: None,
+            crawl_id: None,
             at: jiff::Timestamp::now().to_string(),
             data,
         }

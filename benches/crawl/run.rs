@@ -122,7 +122,8 @@ impl Run {
     }
 }
 
-/// Reads `trawl crawl`'s summary: "… N pages fetched, F failed in …" and "urls: …".
+/// Reads `trawl crawl`'s summary: "… N pages fetched, C from cache, F failed in …" and
+/// "urls: …".
 pub(crate) fn parse_summary(stdout: &str) -> Result<Summary> {
     let numbers = |line: &str| -> Vec<u64> {
         line.split(|c: char| !c.is_ascii_digit())
@@ -145,19 +146,21 @@ pub(crate) fn parse_summary(stdout: &str) -> Result<Summary> {
         .ok_or("no `urls: …` line in trawl crawl's output")?;
     let u = numbers(urls);
     match (&counts[..], &u[..]) {
-        ([fetched, failed], [discovered, queued, scope, robots, depth, limit, duplicates]) => {
-            Ok(Summary {
-                fetched: *fetched,
-                failed: *failed,
-                discovered: *discovered,
-                queued: *queued,
-                skipped_scope: *scope,
-                skipped_robots: *robots,
-                skipped_depth: *depth,
-                skipped_limit: *limit,
-                duplicates: *duplicates,
-            })
-        }
+        // "N pages fetched, C from cache, F failed"
+        (
+            [fetched, _cached, failed],
+            [discovered, queued, scope, robots, depth, limit, duplicates],
+        ) => Ok(Summary {
+            fetched: *fetched,
+            failed: *failed,
+            discovered: *discovered,
+            queued: *queued,
+            skipped_scope: *scope,
+            skipped_robots: *robots,
+            skipped_depth: *depth,
+            skipped_limit: *limit,
+            duplicates: *duplicates,
+        }),
         _ => Err(format!("unexpected summary lines {done:?} / {urls:?}")),
     }
 }

@@ -1,5 +1,6 @@
 //! Crawls: `POST /v1/crawls` starts one (seeds, scope, globs, depth, page budget, sitemaps,
-//! robots.txt, archive), `GET /v1/crawls/{id}` reads its state and counters, `DELETE
+//! robots.txt, archive, cache TTL, webhook), `GET /v1/crawls/{id}` reads its state and
+//! counters, `GET /v1/crawls/{id}/pages` lists its pages (paged with a cursor), `DELETE
 //! /v1/crawls/{id}` cancels it (queued pages are cancelled, running ones stop at their next
 //! safe point).
 //!
@@ -8,15 +9,16 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use trawl_workers::job::CrawlSpec;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ApiQuery, ErrorBody};
+use super::jobs::JobList;
 use crate::crawl::StartError;
-use crate::store::{CrawlRecord, CrawlStatus};
+use crate::store::{CrawlRecord, CrawlStatus, JobFilter, Status};
 
 /// A crawl as accepted.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -40,6 +42,9 @@ pub(super) async fn start(
     Caller(scope): Caller,
     ApiJson(spec): ApiJson<CrawlSpec>,
 ) -> Result<(StatusCode, Json<CrawlStarted>), ApiError> {
+    if let Some(webhook) = &spec.webhook {
+        super::jobs::check_webhook(&state, webhook)?;
+    }
     let plan = crate::crawl::create_for(&state.context, spec, scope.tenant)
         .await
         .map_err(|error| match error {
@@ -109,4 +114,48 @@ pub(super) async fn cancel(
         ));
     }
     Ok(Json(record))
+}
+
+/// Which pages of a crawl to list, and from where.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct PagesQuery {
+    /// Only pages whose job has this status (`succeeded`, `failed`, …).
+    #[serde(default)]
+    pub status: Option<Status>,
+    /// Where to go on from: the `next_cursor` of the previous answer.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Entries per answer, 1 to 1000 (default 100).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 1_000)]
+    pub limit: Option<u32>,
+}
+
+/// A crawl's pages: each of its jobs with its URL, final URL, status or error code, page id
+/// and title, in job id order, a page at a time.
+#[utoipa::path(get, path = "/v1/crawls/{id}/pages", tag = "crawls",
+    operation_id = "list_crawl_pages",
+    params(("id" = String, Path, description = "the crawl id"), PagesQuery),
+    responses((status = 200, body = JobList), (status = 404, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn pages(
+    State(state): State<AppState>,
+    Caller(scope): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<PagesQuery>,
+) -> Result<Json<JobList>, ApiError> {
+    if state.context.store.crawl_in(&scope, &id).await?.is_none() {
+        return Err(ApiError::not_found(format!("no crawl {id}")));
+    }
+    let filter = JobFilter {
+        crawl_id: Some(id),
+        status: query.status,
+        tenant: scope.filter().map(str::to_owned),
+        ..JobFilter::default()
+    };
+    super::jobs::list_page(&state, &filter, query.cursor.as_deref(), query.limit)
+        .await
+        .map(Json)
 }

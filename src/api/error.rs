@@ -232,19 +232,20 @@ pub struct ErrorDetail {
 /// An error response: its status is its code's.
 #[derive(Debug, Clone)]
 pub struct ApiError {
-    detail: ErrorDetail,
+    // Boxed: handlers return `Result<_, ApiError>`, and the detail (with a job error) is large.
+    detail: Box<ErrorDetail>,
 }
 
 impl ApiError {
     /// An error with a code (which fixes the status) and a message.
     pub fn new(code: ApiErrorCode, message: impl Into<String>) -> ApiError {
         ApiError {
-            detail: ErrorDetail {
+            detail: Box::new(ErrorDetail {
                 code,
                 message: message.into(),
                 job_id: None,
                 job_error: None,
-            },
+            }),
         }
     }
 
@@ -276,12 +277,12 @@ impl ApiError {
     /// the error in full.
     pub fn from_job_error(error: JobError, job_id: Option<String>) -> ApiError {
         ApiError {
-            detail: ErrorDetail {
+            detail: Box::new(ErrorDetail {
                 code: ApiErrorCode::Job(error.code),
                 message: error.message.clone(),
                 job_id,
                 job_error: Some(error),
-            },
+            }),
         }
     }
 
@@ -304,7 +305,13 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), Json(ErrorBody { error: self.detail })).into_response()
+        (
+            self.status(),
+            Json(ErrorBody {
+                error: *self.detail,
+            }),
+        )
+            .into_response()
     }
 }
 

@@ -1,6 +1,7 @@
 //! `POST /v1/fetch`: the synchronous convenience, an agent's `web_fetch`. Served from the page
 //! cache when fresh; otherwise queued like any job and awaited up to a timeout (if the wait
-//! ends first, a 202 names the job, which goes on).
+//! ends first, a 202 names the job, which goes on). The fetch itself is `fetch_now`'s, shared
+//! with `trawl fetch`.
 
 use std::time::Duration;
 
@@ -9,15 +10,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse as _, Response};
 use serde::{Deserialize, Serialize};
-use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Format, Job, JobError};
+use trawl_workers::job::{ErrorCode, FetchJob, FetchResult, Format};
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ErrorBody};
-use crate::queue::Envelope;
-use crate::runner;
-use crate::store::{NewJob, Status};
+use crate::fetch_now::{self, Ended, StartError, Started};
+use crate::store::Status;
 
 /// A synchronous fetch.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -95,95 +95,43 @@ pub(super) async fn fetch(
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {
         return Err(ApiError::invalid("timeout_secs is above 3600"));
     }
-    let context = &state.context;
-    let tenant = &scope.tenant;
-    let (url, options_hash) =
-        runner::cache_key(&context.fetch.client, &job, tenant).map_err(|error| {
+    let mut waiter = match fetch_now::start(&state.context, &state.queue, job, &scope.tenant).await
+    {
+        Ok(Started::Cached(result)) => return Ok(Json(result).into_response()),
+        Ok(Started::Queued(waiter)) => waiter,
+        Err(StartError::Refused(error)) => {
             super::count_refusal(&state, &error);
-            ApiError::from_job_error(error, None)
-        })?;
-    if let Some(hit) = runner::fresh_page(context, &job, &url, &options_hash).await? {
-        // Another tenant's public page is served as a copy of the caller's own.
-        let new_id = ulid::Ulid::generate().to_string();
-        let hit = runner::serve_hit_to(context, hit, tenant, &new_id).await?;
-        context.metrics.cache_hit();
-        let max_chars = context.fetch.config.max_chars_for(&job);
-        let result = runner::cached_result(&job, &hit, max_chars);
-        return Ok(Json(result).into_response());
-    }
-
-    let id = ulid::Ulid::generate().to_string();
-    let job = Job::Fetch(job);
-    let new_job = NewJob {
-        tenant: tenant.clone(),
-        ..NewJob::new(&id, &job, context.config.max_attempts)
+            return Err(ApiError::from_job_error(error, None));
+        }
+        Err(StartError::Store(error)) => return Err(error.into()),
+        Err(StartError::Queue(error)) => return Err(ApiError::internal(&error)),
     };
-    // Subscribe before queueing, so the end cannot slip between the two.
-    let mut ended = context.ended.subscribe();
-    context.store.create_jobs(&[new_job]).await?;
-    state
-        .queue
-        .push(vec![Envelope {
-            tenant: tenant.clone(),
-            ..Envelope::new(id.clone(), job)
-        }])
-        .await
-        .map_err(|error| ApiError::internal(&error))?;
-
     let wait = Duration::from_secs(
         request
             .timeout_secs
             .unwrap_or(u64::MAX)
             .min(state.config.sync_timeout_secs),
     );
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let record = context
-            .store
-            .job(&id)
-            .await?
-            .ok_or_else(|| ApiError::internal(&format!("job {id} vanished")))?;
-        match record.status {
-            Status::Succeeded => return Ok(Json(record.result.unwrap_or_default()).into_response()),
-            Status::Failed | Status::Dead => {
-                let error = record.error.unwrap_or_else(|| {
-                    JobError::new(ErrorCode::Internal, "the job failed without an error")
-                });
-                return Err(ApiError::from_job_error(error, Some(id)));
-            }
-            Status::Cancelled => {
-                return Err(ApiError::new(
-                    ApiErrorCode::Job(ErrorCode::Cancelled),
-                    "the job was cancelled",
-                )
-                .with_job(&id));
-            }
-            Status::Queued | Status::Running => {}
-        }
-        // Wake on this process's job ends, or poll: a worker elsewhere may run the job.
-        let poll = tokio::time::Instant::now() + Duration::from_millis(500);
-        let wake = poll.min(deadline);
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(wake) => break,
-                received = ended.recv() => match received {
-                    Ok(ended_id) if ended_id == id => break,
-                    Ok(_) => continue,
-                    Err(_) => break,
-                },
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
+    let id = waiter.job_id().to_owned();
+    match waiter.wait(&state.context.store, wait).await? {
+        Ended::Succeeded(result) => Ok(Json(result).into_response()),
+        Ended::Failed(error) => Err(ApiError::from_job_error(error, Some(id))),
+        Ended::Cancelled => Err(ApiError::new(
+            ApiErrorCode::Job(ErrorCode::Cancelled),
+            "the job was cancelled",
+        )
+        .with_job(&id)),
+        Ended::Pending(status) => {
             let message = format!(
                 "the fetch did not end within {} s; follow it at /v1/jobs/{id}",
                 wait.as_secs()
             );
             let pending = Pending {
                 job_id: id,
-                status: record.status,
+                status,
                 message,
             };
-            return Ok((StatusCode::ACCEPTED, Json(pending)).into_response());
+            Ok((StatusCode::ACCEPTED, Json(pending)).into_response())
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Jobs: `POST /v1/jobs` (one job, or a batch of up to `api.max_batch`, all-or-nothing on
-//! validation), `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/events` (server-sent events until the
-//! job ends) and `DELETE /v1/jobs/{id}` (cancel).
+//! validation), `GET /v1/jobs` (listed by batch, crawl and status, paged with a cursor),
+//! `GET /v1/jobs/{id}`, `GET /v1/jobs/{id}/events` (server-sent events until the job ends),
+//! `DELETE /v1/jobs/{id}` (cancel) and `GET /v1/batches/{id}` (a batch's counts).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,13 +14,13 @@ use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use trawl_workers::fetch as fetch_pool;
 use trawl_workers::job::Job;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ApiQuery, ErrorBody};
 use crate::queue::Envelope;
-use crate::store::{Cancel, JobRecord, NewBatch, NewJob, Status};
+use crate::store::{Cancel, JobEntry, JobFilter, JobRecord, NewBatch, NewJob, Status};
 
 /// A batch of jobs, with an optional webhook for their events.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -120,19 +121,7 @@ pub(super) async fn submit(
         }
     }
     if let Some(webhook) = &webhook {
-        if state.context.webhooks.is_none() {
-            return Err(ApiError::new(
-                ApiErrorCode::WebhooksDisabled,
-                "webhooks need a signing secret: set webhooks.secret",
-            ));
-        }
-        fetch_pool::check_url(client, webhook).map_err(|error| {
-            super::count_refusal(&state, &error);
-            ApiError::new(
-                ApiErrorCode::Job(error.code),
-                format!("webhook: {}", error.message),
-            )
-        })?;
+        check_webhook(&state, webhook)?;
     }
 
     let batch = is_batch.then(|| NewBatch {
@@ -184,6 +173,25 @@ pub(super) async fn submit(
             jobs: accepted,
         }),
     ))
+}
+
+/// Refuses a webhook when webhooks are not configured or the guard refuses its URL (a batch's
+/// or a crawl's).
+pub(super) fn check_webhook(state: &AppState, webhook: &str) -> Result<(), ApiError> {
+    if state.context.webhooks.is_none() {
+        return Err(ApiError::new(
+            ApiErrorCode::WebhooksDisabled,
+            "webhooks need a signing secret: set webhooks.secret",
+        ));
+    }
+    fetch_pool::check_url(&state.context.fetch.client, webhook).map_err(|error| {
+        super::count_refusal(state, &error);
+        ApiError::new(
+            ApiErrorCode::Job(error.code),
+            format!("webhook: {}", error.message),
+        )
+    })?;
+    Ok(())
 }
 
 /// Returns a job: status, attempts, and its result or typed error.
@@ -340,4 +348,152 @@ async fn next_event(mut events: EventsState) -> Option<(Result<Event, Infallible
             return Some((Ok(event), events));
         }
     }
+}
+
+/// Which jobs to list, and from where.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only the jobs of this batch.
+    #[serde(default)]
+    pub batch_id: Option<String>,
+    /// Only the jobs of this crawl.
+    #[serde(default)]
+    pub crawl_id: Option<String>,
+    /// Only jobs with this status.
+    #[serde(default)]
+    pub status: Option<Status>,
+    /// Where to go on from: the `next_cursor` of the previous answer.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Jobs per answer, 1 to 1000 (default 100).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 1_000)]
+    pub limit: Option<u32>,
+}
+
+/// One answer of a listing: jobs in id order (creation order), and where the next answer
+/// starts.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobList {
+    /// The jobs.
+    pub jobs: Vec<JobEntry>,
+    /// Pass as `cursor` for the next jobs; absent when there are no more.
+    pub next_cursor: Option<String>,
+}
+
+/// Lists jobs, filtered by batch, crawl and status, a page at a time.
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", operation_id = "list_jobs",
+    params(ListQuery),
+    responses((status = 200, body = JobList), (status = 400, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Caller(scope): Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<JobList>, ApiError> {
+    let filter = JobFilter {
+        batch_id: query.batch_id,
+        crawl_id: query.crawl_id,
+        status: query.status,
+        tenant: scope.filter().map(str::to_owned),
+    };
+    list_page(&state, &filter, query.cursor.as_deref(), query.limit)
+        .await
+        .map(Json)
+}
+
+/// One answer of a job listing: `limit` jobs (default 100, at most 1,000) after `cursor`.
+pub(super) async fn list_page(
+    state: &AppState,
+    filter: &JobFilter,
+    cursor: Option<&str>,
+    limit: Option<u32>,
+) -> Result<JobList, ApiError> {
+    let limit = limit.unwrap_or(100);
+    if !(1..=1_000).contains(&limit) {
+        return Err(ApiError::bad_request("limit is outside 1..=1000"));
+    }
+    // One more than asked says whether there is a next answer.
+    let mut jobs = state
+        .context
+        .store
+        .list_jobs(filter, cursor, limit + 1)
+        .await?;
+    let more = jobs.len() > limit as usize;
+    jobs.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| jobs.last().map(|job| job.job_id.clone()))
+        .flatten();
+    Ok(JobList { jobs, next_cursor })
+}
+
+/// A batch (a `POST /v1/jobs` batch, or a `trawl run`): its jobs counted by status and by
+/// error code. `GET /v1/jobs?batch_id=` lists the jobs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BatchRecord {
+    /// The batch id.
+    pub id: String,
+    /// Jobs in the batch.
+    pub total: u64,
+    /// True once every job has ended.
+    pub ended: bool,
+    /// Jobs by status (`queued`, `running`, `succeeded`, `failed`, `dead`, `cancelled`).
+    pub counts: std::collections::BTreeMap<String, u64>,
+    /// Failed and dead jobs by error code.
+    pub errors: std::collections::BTreeMap<String, u64>,
+}
+
+/// A batch's counts by status and error code.
+#[utoipa::path(get, path = "/v1/batches/{id}", tag = "jobs", operation_id = "read_batch",
+    params(("id" = String, Path, description = "the batch id")),
+    responses((status = 200, body = BatchRecord), (status = 404, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+pub(super) async fn batch(
+    State(state): State<AppState>,
+    Caller(scope): Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<BatchRecord>, ApiError> {
+    // Another tenant's batch is not found: the caller must see one of its jobs.
+    let visible = JobFilter {
+        batch_id: Some(id.clone()),
+        tenant: scope.filter().map(str::to_owned),
+        ..JobFilter::default()
+    };
+    if state
+        .context
+        .store
+        .list_jobs(&visible, None, 1)
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::not_found(format!("no batch {id}")));
+    }
+    batch_record(&state.context.store, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(format!("no batch {id}")))
+}
+
+/// A batch's record, or `None` when no job has its id (`trawl status` prints the same).
+pub async fn batch_record(
+    store: &crate::store::Store,
+    id: &str,
+) -> Result<Option<BatchRecord>, crate::store::Error> {
+    let counts = store.count_by_status(Some(id)).await?;
+    if counts.is_empty() {
+        return Ok(None);
+    }
+    let errors = store.count_errors(id).await?;
+    Ok(Some(BatchRecord {
+        id: id.to_owned(),
+        total: counts.iter().map(|(_, n)| n).sum(),
+        ended: counts.iter().all(|(status, _)| status.is_terminal()),
+        counts: counts
+            .into_iter()
+            .map(|(status, n)| (status.as_str().to_owned(), n))
+            .collect(),
+        errors: errors.into_iter().collect(),
+    }))
 }

@@ -1,5 +1,5 @@
-//! The HTTP API (axum, JSON): jobs (submit one or a batch, read, follow as server-sent events,
-//! cancel), the synchronous fetch, stored pages (read by line range, grep), crawls, archive search,
+//! The HTTP API (axum, JSON): jobs (submit one or a batch, list, read, follow as server-sent
+//! events, cancel), batches, the synchronous fetch, stored pages (read by line range, grep), crawls, archive search,
 //! agent sessions, health, metrics
 //! and the OpenAPI document generated from the handlers' types.
 //!
@@ -55,6 +55,9 @@ pub struct Config {
     pub sync_timeout_secs: u64,
     /// Most characters of lines a grep returns.
     pub grep_max_output_chars: usize,
+    /// Most characters of lines one read of a stored page returns (`GET /v1/pages`, `trawl
+    /// read`); the answer names the next range.
+    pub read_max_chars: usize,
 }
 
 impl Default for Config {
@@ -67,6 +70,7 @@ impl Default for Config {
             max_batch: 1_000,
             sync_timeout_secs: 60,
             grep_max_output_chars: 8_000,
+            read_max_chars: 8_000,
         }
     }
 }
@@ -93,7 +97,7 @@ pub enum ConfigError {
     DuplicateToken,
     /// A limit is zero (or the body limit below 1 KiB).
     #[error(
-        "api.max_batch, api.max_body_bytes (>= 1024) and api.sync_timeout_secs must be positive"
+        "api.max_batch, api.max_body_bytes (>= 1024), api.sync_timeout_secs and api.read_max_chars must be positive"
     )]
     Limits,
 }
@@ -130,7 +134,11 @@ impl Config {
                 Tenant::new(tenant).map_err(ConfigError::Tenant)?;
             }
         }
-        if self.max_batch == 0 || self.max_body_bytes < 1_024 || self.sync_timeout_secs == 0 {
+        if self.max_batch == 0
+            || self.max_body_bytes < 1_024
+            || self.sync_timeout_secs == 0
+            || self.read_max_chars == 0
+        {
             return Err(ConfigError::Limits);
         }
         Ok(())
@@ -231,7 +239,8 @@ pub struct ArchiveSearch {
 /// bearer tokens when tokens are configured.
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
-        .route("/v1/jobs", post(jobs::submit))
+        .route("/v1/jobs", post(jobs::submit).get(jobs::list))
+        .route("/v1/batches/{id}", get(jobs::batch))
         .route("/v1/jobs/{id}", get(jobs::read).delete(jobs::cancel))
         .route("/v1/jobs/{id}/events", get(jobs::events))
         .route("/v1/fetch", post(fetch::fetch))
@@ -240,6 +249,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/search", get(search::search))
         .route("/v1/crawls", post(crawls::start))
         .route("/v1/crawls/{id}", get(crawls::read).delete(crawls::cancel))
+        .route("/v1/crawls/{id}/pages", get(crawls::pages))
         .route("/v1/sessions", post(sessions::open))
         .route("/v1/sessions/{id}", axum::routing::delete(sessions::close))
         .route("/v1/sessions/{id}/actions", post(sessions::act))

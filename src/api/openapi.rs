@@ -11,6 +11,8 @@ use utoipa::{Modify, OpenApi};
     info(title = "trawl", description = "Job-queue batch crawler and archiver for AI agents and RAG pipelines"),
     paths(
         super::jobs::submit,
+        super::jobs::list,
+        super::jobs::batch,
         super::jobs::read,
         super::jobs::cancel,
         super::jobs::events,
@@ -20,6 +22,7 @@ use utoipa::{Modify, OpenApi};
         super::search::search,
         super::crawls::start,
         super::crawls::read,
+        super::crawls::pages,
         super::crawls::cancel,
         super::sessions::open,
         super::sessions::act,

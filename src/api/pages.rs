@@ -5,16 +5,17 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ApiQuery, ErrorBody};
-use crate::pages::{self, GrepLimits, GrepQuery, GrepResult, LineRange};
+use crate::pages::{self, GrepError, GrepLimits, GrepQuery, LineRange, PageGrep};
 
 /// Which lines of which page.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ReadQuery {
     /// The page's URL (as requested or as finally fetched).
@@ -27,7 +28,9 @@ pub struct ReadQuery {
     pub to: Option<u64>,
 }
 
-/// Reads a stored page by line range; `total_lines` tells how far there is to go.
+/// Reads a stored page by line range, at most `api.read_max_chars` characters of lines at a
+/// time; `next_from` names the first line of the next range, `total_lines` how far there is
+/// to go.
 #[utoipa::path(get, path = "/v1/pages", tag = "pages", params(ReadQuery),
     responses((status = 200, body = LineRange), (status = 404, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -47,6 +50,7 @@ pub(super) async fn read(
         &query.url,
         query.from.unwrap_or(1),
         query.to,
+        state.config.read_max_chars,
     )
     .await?
     .map(Json)
@@ -80,22 +84,10 @@ fn default_max_matches() -> usize {
     50
 }
 
-/// What a grep found, on which page.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct GrepResponse {
-    /// The page's URL.
-    pub url: String,
-    /// The page id.
-    pub page_id: String,
-    /// What matched.
-    #[serde(flatten)]
-    pub result: GrepResult,
-}
-
 /// Greps a stored page's lines.
 #[utoipa::path(post, path = "/v1/pages/grep", request_body = GrepRequest, tag = "pages",
     responses(
-        (status = 200, body = GrepResponse),
+        (status = 200, body = PageGrep),
         (status = 400, description = "invalid, too long or too costly pattern", body = ErrorBody),
         (status = 404, body = ErrorBody),
     ),
@@ -104,30 +96,35 @@ pub(super) async fn grep(
     State(state): State<AppState>,
     Caller(scope): Caller,
     ApiJson(request): ApiJson<GrepRequest>,
-) -> Result<Json<GrepResponse>, ApiError> {
+) -> Result<Json<PageGrep>, ApiError> {
     let limits = GrepLimits {
         max_output_chars: state.config.grep_max_output_chars,
         ..GrepLimits::default()
     };
-    let regex = pages::compile_pattern(&request.pattern, request.ignore_case, &limits)
-        .map_err(|error| ApiError::new(ApiErrorCode::InvalidPattern, error.to_string()))?;
-    let store = &state.context.store;
-    let key = pages::lookup_key(&request.url);
-    let page = store
-        .latest_page(&scope, &key)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no stored page for {}", request.url)))?;
-    let text = store.page_text(&page).await?;
     let query = GrepQuery {
         context: request.context,
         max_matches: request.max_matches,
     };
-    let result = tokio::task::spawn_blocking(move || pages::grep(&text, &regex, &query, &limits))
-        .await
-        .map_err(|error| ApiError::internal(&error))?;
-    Ok(Json(GrepResponse {
-        url: page.info.url,
-        page_id: page.id,
-        result,
-    }))
+    let found = pages::grep_page(
+        &state.context.store,
+        &scope,
+        &request.url,
+        &request.pattern,
+        request.ignore_case,
+        query,
+        limits,
+    )
+    .await;
+    match found {
+        Ok(found) => Ok(Json(found)),
+        Err(GrepError::Pattern(error)) => Err(ApiError::new(
+            ApiErrorCode::InvalidPattern,
+            error.to_string(),
+        )),
+        Err(GrepError::NoPage(url)) => {
+            Err(ApiError::not_found(format!("no stored page for {url}")))
+        }
+        Err(GrepError::Store(error)) => Err(error.into()),
+        Err(error @ GrepError::Internal(_)) => Err(ApiError::internal(&error)),
+    }
 }

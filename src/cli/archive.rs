@@ -1,5 +1,6 @@
-//! `trawl archive`: archive stored pages (the newest version of each URL given), then every
-//! page still waiting, into the search index and the WARC files.
+//! `trawl archive`: archive stored pages (the newest version of each URL given, every page of
+//! a crawl with `--crawl`, every stored page with `--all`), then every page still waiting,
+//! into the search index and the WARC files.
 
 use std::process::ExitCode;
 
@@ -16,6 +17,13 @@ pub struct Args {
     /// already waiting (fetched with archive: true) are archived.
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
+    /// Also every stored page of this crawl not archived yet (fetched by its jobs or served to
+    /// them from the cache).
+    #[arg(long, value_name = "ID", conflicts_with = "all")]
+    pub crawl: Option<String>,
+    /// Also every stored page not archived yet.
+    #[arg(long)]
+    pub all: bool,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -34,6 +42,15 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
             missing.join(", ")
         );
         return Ok(ExitCode::from(2));
+    }
+    if let Some(crawl_id) = &args.crawl
+        && store.crawl(crawl_id).await?.is_none()
+    {
+        eprintln!("trawl: no crawl {crawl_id}; nothing archived");
+        return Ok(ExitCode::from(2));
+    }
+    if args.all || args.crawl.is_some() {
+        store.request_archive_all(args.crawl.as_deref()).await?;
     }
     let pending = store.archive_pending().await?;
     let client = trawl_workers::web::Client::new(config.http.clone(), config.ssrf.clone())?;

@@ -1,5 +1,6 @@
 //! `trawl crawl`: crawl sites from seed URLs with the pools in-process (and the archive pool
-//! with --archive), a progress bar (or periodic lines), and a summary of the crawl's counters.
+//! with --archive), a progress bar (or periodic lines), the pages written out as they end
+//! with --out (as `trawl run --out`), and a summary of the crawl's counters.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -71,6 +72,15 @@ pub struct Args {
     /// follow its progress. Ctrl-C then stops following, not the crawl.
     #[arg(long)]
     pub no_pools: bool,
+    /// Seconds a stored page may be served instead of fetching it; 0 always fetches
+    /// [config: fetch.cache_ttl_secs, default: 900].
+    #[arg(long, value_name = "SECS")]
+    pub cache_ttl: Option<u64>,
+    /// Write DIR/pages.jsonl (one line per crawled page, in the order they ended: the result,
+    /// or {"url", "job_id", "error"}) and one file per page under DIR/pages/, as `trawl run
+    /// --out` does.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -117,12 +127,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         extract: Format::from(args.format),
         archive: args.archive,
         render: args.render.into(),
+        cache_ttl: args.cache_ttl,
         ..CrawlSpec::new(args.seeds.clone())
     };
     if let Err(error) = spec.validate() {
         eprintln!("trawl: {error}");
         return Ok(ExitCode::from(2));
     }
+    let mut output = match &args.out {
+        Some(dir) => Some(super::out::Output::create(dir, Format::from(args.format))?),
+        None => None,
+    };
     let mut app = App::build(
         &config,
         Needs {
@@ -155,12 +170,26 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut interrupted = false;
+    let mut last_seq = 0_i64;
     let record = loop {
         let record = store
             .crawl(&id)
             .await?
             .context("the crawl's record disappeared")?;
         progress.show(&record);
+        if let Some(output) = output.as_mut() {
+            // Read after the record: a completed crawl's pages have all ended by then.
+            loop {
+                let ended = store.crawl_ended_since(&id, last_seq, 1_000).await?;
+                for job in &ended {
+                    last_seq = job.done_seq;
+                    output.write(&store, job).await?;
+                }
+                if ended.len() < 1_000 {
+                    break;
+                }
+            }
+        }
         if record.status != CrawlStatus::Running {
             break record;
         }
@@ -177,6 +206,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let grace = config.shutdown_grace();
     let archived = super::stop_pools(&mut app, grace, archiving, args.quiet).await?;
     print_summary(&record, started.elapsed(), interrupted, args.no_pools);
+    if let Some(output) = output.as_mut() {
+        output.flush()?;
+        output.print_summary();
+    }
     if let Some(stats) = archived {
         println!("archived: {stats}");
     }
@@ -192,10 +225,11 @@ fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool, no_
     let c = &record.counters;
     let seconds = elapsed.as_secs_f64().max(0.001);
     println!(
-        "{} crawl {}: {} pages fetched, {} failed in {seconds:.1} s ({:.1} pages/s)",
+        "{} crawl {}: {} pages fetched, {} from cache, {} failed in {seconds:.1} s ({:.1} pages/s)",
         if interrupted { "interrupted:" } else { "done:" },
         record.id,
         c.fetched,
+        c.cached,
         c.failed,
         c.fetched as f64 / seconds
     );
@@ -217,8 +251,8 @@ fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool, no_
         );
     }
     println!(
-        "trawl: crawl {}; see `trawl status`, `trawl read URL`, `trawl export --warc FILE --crawl {}`",
-        record.id, record.id
+        "trawl: crawl {}; see `trawl status {}`, `trawl pages --crawl {}`, `trawl read URL`, `trawl export --warc FILE --crawl {}`",
+        record.id, record.id, record.id, record.id
     );
 }
 
@@ -252,7 +286,7 @@ impl CrawlProgress {
 
     fn show(&self, record: &CrawlRecord) {
         let c = &record.counters;
-        let ended = c.fetched + c.failed + c.skipped_duplicate;
+        let ended = c.fetched + c.cached + c.failed + c.skipped_duplicate;
         if let Some(bar) = &self.bar {
             bar.set_length(c.queued);
             bar.set_position(ended);

@@ -10,6 +10,10 @@ mod crawl;
 mod enqueue;
 mod export;
 mod extract;
+mod fetch;
+mod grep;
+mod out;
+mod pages;
 mod read;
 mod remote;
 mod run;
@@ -73,9 +77,18 @@ pub enum Command {
     Screenshot(browse::ScreenshotArgs),
     /// Extract the main content of one local HTML document to stdout (no network).
     Extract(extract::Args),
-    /// Print a stored page, or a range of its lines.
+    /// Fetch one URL (from the cache when fresh, else through the fetch pool) and print its
+    /// page to stdout.
+    Fetch(fetch::Args),
+    /// Print a stored page, or a range of its lines (at most api.read_max_chars characters at
+    /// a time; the next range is named).
     Read(read::Args),
-    /// Show job counts by status, or one job's record (locally or from --server).
+    /// Search the lines of a stored page with a regular expression, with context lines.
+    Grep(grep::Args),
+    /// List the stored pages (each fetch of a URL), by host or crawl.
+    Pages(pages::Args),
+    /// Show job counts by status, or one job's, batch's or crawl's record (locally or from
+    /// --server).
     Status(status::Args),
     /// Search the archive: BM25 over page chunks, with host and date filters.
     Search(search::Args),
@@ -192,7 +205,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Browse(args) => browse::browse(load(&cli)?, args).await,
         Command::Screenshot(args) => browse::screenshot(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
+        Command::Fetch(args) => fetch::run(load(&cli)?, args).await,
         Command::Read(args) => read::run(load(&cli)?, args).await,
+        Command::Grep(args) => grep::run(load(&cli)?, args).await,
+        Command::Pages(args) => pages::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,
         Command::Search(args) => search::run(load(&cli)?, args).await,
         Command::Archive(args) => archive::run(load(&cli)?, args).await,

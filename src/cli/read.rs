@@ -1,4 +1,5 @@
-//! `trawl read`: the most recent stored page of a URL, whole or by line range.
+//! `trawl read`: the most recent stored page of a URL, by line range, at most
+//! `api.read_max_chars` characters at a time (the next range is named on stderr).
 
 use std::process::ExitCode;
 
@@ -16,13 +17,19 @@ pub struct Args {
     /// Last line to print (inclusive) [default: the last line].
     #[arg(long)]
     pub to: Option<u64>,
+    /// Most characters of lines printed; 0 prints the whole range
+    /// [config: api.read_max_chars, default: 8000].
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     let store = crate::app::open_store(&config).await?;
     // The command line acts as the default tenant.
     let scope = crate::tenant::Scope::default();
-    let Some(range) = pages::read(&store, &scope, &args.url, args.from, args.to).await? else {
+    let max_chars = args.max_chars.unwrap_or(config.api.read_max_chars);
+    let Some(range) = pages::read(&store, &scope, &args.url, args.from, args.to, max_chars).await?
+    else {
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));
     };
@@ -33,5 +40,28 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     for line in &range.lines {
         println!("{line}");
     }
+    if let Some(next) = range.next_from {
+        let cut = if range.truncated {
+            format!(" (cut at {max_chars} characters)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "# next{cut}: trawl read {} --from {next}",
+            shell_word(&args.url)
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A URL as one shell word: quoted when it holds characters a shell would read.
+fn shell_word(url: &str) -> String {
+    if url
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-._~:/?=%+,@".contains(c))
+    {
+        url.to_owned()
+    } else {
+        format!("'{}'", url.replace('\'', r"'\''"))
+    }
 }

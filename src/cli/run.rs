@@ -4,8 +4,8 @@
 //! progress, and prints a summary. Memory stays bounded whatever the number of URLs: input is
 //! read ahead at most `READ_AHEAD` jobs beyond what has ended.
 
-use std::io::{IsTerminal as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -106,7 +106,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         args.input.urls.clone()
     };
     let output = match &args.out {
-        Some(dir) => Some(Output::create(dir, Format::from(args.format))?),
+        Some(dir) => Some(super::out::Output::create(dir, Format::from(args.format))?),
         None => None,
     };
     let mut app = App::build(&config, Needs { browser: true }).await?;
@@ -343,119 +343,6 @@ async fn enqueue_chunk(deps: &ProduceDeps, urls: Vec<String>) -> anyhow::Result<
     Ok(())
 }
 
-/// The parts of a stored fetch result that name a page file (borrowed where the JSON allows;
-/// the rest, the text included, is skipped without being copied).
-#[derive(serde::Deserialize)]
-struct PageFile<'a> {
-    #[serde(borrow)]
-    final_url: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    content_type: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    content_hash: std::borrow::Cow<'a, str>,
-}
-
-/// The `--out` directory: pages.jsonl and one file per page.
-struct Output {
-    dir: PathBuf,
-    format: Format,
-    jsonl: std::io::BufWriter<std::fs::File>,
-    files: u64,
-}
-
-impl Output {
-    fn create(dir: &Path, format: Format) -> anyhow::Result<Output> {
-        std::fs::create_dir_all(dir.join("pages"))
-            .with_context(|| format!("creating {}", dir.display()))?;
-        let path = dir.join("pages.jsonl");
-        let file =
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(Output {
-            dir: dir.to_owned(),
-            format,
-            jsonl: std::io::BufWriter::new(file),
-            files: 0,
-        })
-    }
-
-    async fn write(&mut self, store: &Store, job: &EndedJob) -> anyhow::Result<()> {
-        match (&job.result, &job.error) {
-            (Some(result), _) if job.status == Status::Succeeded => {
-                self.write_page_file(store, result).await?;
-                // The stored result is compact JSON on one line: written as it is.
-                writeln!(self.jsonl, "{result}")?;
-            }
-            (_, error) => {
-                let error = error.clone().unwrap_or_else(|| {
-                    trawl_workers::job::JobError::new(
-                        trawl_workers::job::ErrorCode::Cancelled,
-                        "the job was cancelled",
-                    )
-                });
-                let line = serde_json::json!({ "url": job.url, "error": error });
-                writeln!(self.jsonl, "{line}")?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn write_page_file(&mut self, store: &Store, result: &str) -> anyhow::Result<()> {
-        let page: PageFile<'_> =
-            serde_json::from_str(result).context("reading a stored job result")?;
-        // The whole text, from the store (in memory: it was just written), rather than from
-        // the result, where it may be truncated and would have to be unescaped.
-        let text = store.shared_text(&page.content_hash).await?;
-        let extension = match (self.format, page.content_type.as_ref()) {
-            (_, "application/json") => "json",
-            (_, "text/plain") => "txt",
-            (Format::Markdown, _) => "md",
-            (Format::Text, _) => "txt",
-            (Format::Html, _) => "html",
-        };
-        let content_hash = &page.content_hash;
-        let name = format!(
-            "{}-{}.{extension}",
-            slug(&page.final_url),
-            &content_hash[..10.min(content_hash.len())]
-        );
-        let path = self.dir.join("pages").join(name);
-        std::fs::write(&path, text.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-        self.files += 1;
-        Ok(())
-    }
-
-    fn flush(&mut self) -> anyhow::Result<()> {
-        self.jsonl.flush()?;
-        Ok(())
-    }
-}
-
-/// A file-name-safe, readable form of a URL: host and path, at most 80 characters.
-fn slug(url: &str) -> String {
-    let without_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let mut slug = String::with_capacity(80);
-    let mut dash = false;
-    for c in without_scheme.chars() {
-        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-            slug.push(c.to_ascii_lowercase());
-            dash = false;
-        } else if !dash && !slug.is_empty() {
-            slug.push('-');
-            dash = true;
-        }
-        if slug.len() >= 80 {
-            break;
-        }
-    }
-    let slug = slug.trim_matches(['-', '.']).to_owned();
-    if slug.is_empty() {
-        "page".to_owned()
-    } else {
-        slug
-    }
-}
-
 /// A progress bar on a terminal, periodic lines otherwise.
 struct Progress {
     bar: Option<ProgressBar>,
@@ -540,7 +427,7 @@ async fn print_summary(
     store: &Store,
     batch_id: &str,
     elapsed: Duration,
-    output: Option<&Output>,
+    output: Option<&super::out::Output>,
     interrupted: bool,
 ) -> anyhow::Result<()> {
     let counts = store.count_by_status(Some(batch_id)).await?;
@@ -577,31 +464,10 @@ async fn print_summary(
         println!("errors: {}", listed.join(", "));
     }
     if let Some(output) = output {
-        println!(
-            "wrote {} and {} page files in {}",
-            output.dir.join("pages.jsonl").display(),
-            output.files,
-            output.dir.join("pages").display()
-        );
+        output.print_summary();
     }
     println!(
         "batch {batch_id}; stored in the data directory, see `trawl read URL` and `trawl status`"
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_safe_and_short() {
-        assert_eq!(
-            slug("https://Example.com/a/b?c=d#e"),
-            "example.com-a-b-c-d-e"
-        );
-        assert_eq!(slug("https://x.test/"), "x.test");
-        assert!(slug(&format!("https://x.test/{}", "a".repeat(500))).len() <= 80);
-        assert_eq!(slug("https:///"), "page");
-    }
 }

@@ -18,12 +18,15 @@ use super::{Error, NewJob};
 
 /// The start of the query that counts crawl pages as they end, in the transaction that ends
 /// them (so a crawl's counters and its jobs never disagree, and no write of its own per page,
-/// and a page delivered twice counted once): per crawl, pages stored (`fetched`), pages failed
+/// and a page delivered twice counted once): per crawl, pages fetched and stored (`fetched`),
+/// pages served from the cache (`cached`: the job's page is another job's), pages failed
 /// or dead (`failed`), pages robots.txt turned away when their turn came (`skipped_robots`)
 /// and duplicates (`skipped_duplicate`). Cancelled pages count nowhere. The condition on the
 /// ended job ids follows.
 const CRAWL_ENDS: &str = "SELECT crawl_id,
-        SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS n_fetched,
+        SUM(CASE WHEN status = 'succeeded' AND (page_id IS NULL OR page_id = id)
+            THEN 1 ELSE 0 END) AS n_fetched,
+        SUM(CASE WHEN status = 'succeeded' AND page_id <> id THEN 1 ELSE 0 END) AS n_cached,
         SUM(CASE WHEN status IN ('failed', 'dead') AND COALESCE(error_code, '')
             NOT IN ('duplicate_content', 'robots_disallowed', 'robots_unreachable')
             THEN 1 ELSE 0 END) AS n_failed,
@@ -65,8 +68,11 @@ pub struct CrawlCounters {
     pub discovered: u64,
     /// Fetch jobs created.
     pub queued: u64,
-    /// Pages fetched and stored.
+    /// Pages fetched and stored (requests made).
     pub fetched: u64,
+    /// Pages served from the page cache (stored by an earlier fetch, no request made).
+    #[serde(default)]
+    pub cached: u64,
     /// Fetch jobs that failed or died.
     pub failed: u64,
     /// Links out of scope or filtered out by the globs.
@@ -192,6 +198,7 @@ where
         ("discovered", delta.discovered),
         ("queued", delta.queued),
         ("fetched", delta.fetched),
+        ("cached", delta.cached),
         ("failed", delta.failed),
         ("skipped_scope", delta.skipped_scope),
         ("skipped_robots", delta.skipped_robots),
@@ -320,6 +327,7 @@ macro_rules! crawl_queries {
                 }
                 let mut update = sqlx::QueryBuilder::<Db<Self>>::new(
                     "UPDATE crawls SET fetched = crawls.fetched + c.n_fetched,
+                         cached = crawls.cached + c.n_cached,
                          failed = crawls.failed + c.n_failed,
                          skipped_robots = crawls.skipped_robots + c.n_robots,
                          skipped_duplicate = crawls.skipped_duplicate + c.n_duplicates FROM (",
@@ -349,20 +357,20 @@ macro_rules! crawl_queries {
                 Ok(done > 0)
             }
 
-            pub(super) async fn complete_idle_crawls(&self) -> Result<u64, Error> {
+            pub(super) async fn complete_idle_crawls(&self) -> Result<Vec<String>, Error> {
                 // A running crawl with no job yet is being seeded: left alone.
                 let done = sqlx::query(
                     "UPDATE crawls SET status = 'completed', finished_at = $1
                      WHERE status = 'running'
                        AND EXISTS (SELECT 1 FROM jobs WHERE jobs.crawl_id = crawls.id)
                        AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.crawl_id = crawls.id
-                                       AND jobs.status IN ('queued', 'running'))",
+                                       AND jobs.status IN ('queued', 'running'))
+                     RETURNING id",
                 )
                 .bind(now_rfc3339())
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-                Ok(done)
+                .fetch_all(&self.pool)
+                .await?;
+                done.iter().map(|row| row.text("id")).collect()
             }
         }
     };

@@ -9,9 +9,12 @@ use std::collections::HashMap;
 use trawl_workers::job::JobError;
 
 use super::dialect::{Db, Dialect, Tx};
-use super::rows::{self, Columns as _, JOB_COLUMNS, now_rfc3339, to_json};
+use super::rows::{self, Columns as _, JOB_COLUMNS, JOB_ENTRY_COLUMNS, now_rfc3339, to_json};
 use super::writer::{Batches, PendingPage};
-use super::{BatchSummary, Cancel, EndedJob, Error, JobRecord, NewBatch, NewJob, Outcome, Status};
+use super::{
+    BatchSummary, Cancel, EndedJob, Error, JobEntry, JobFilter, JobRecord, NewBatch, NewJob,
+    Outcome, Status,
+};
 
 /// Jobs inserted by one statement at most (11 values each: within both engines' limits).
 pub(super) const JOBS_PER_INSERT: usize = 1_000;
@@ -235,6 +238,57 @@ macro_rules! job_queries {
                      WHERE batch_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
                 )
                 .bind(batch_id)
+                .bind(after_seq)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+                found.iter().map(rows::ended_job).collect()
+            }
+
+            pub(super) async fn list_jobs(
+                &self,
+                filter: &JobFilter,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<JobEntry>, Error> {
+                // Conditions only for what is asked, so each can use its index.
+                let mut select = sqlx::QueryBuilder::<Db<Self>>::new(JOB_ENTRY_COLUMNS);
+                select.push(" WHERE 1 = 1");
+                if let Some(after) = after {
+                    select.push(" AND jobs.id > ").push_bind(after.to_owned());
+                }
+                if let Some(batch_id) = &filter.batch_id {
+                    select.push(" AND jobs.batch_id = ").push_bind(batch_id.clone());
+                }
+                if let Some(crawl_id) = &filter.crawl_id {
+                    select.push(" AND jobs.crawl_id = ").push_bind(crawl_id.clone());
+                }
+                if let Some(status) = filter.status {
+                    select
+                        .push(" AND jobs.status = ")
+                        .push_bind(status.as_str().to_owned());
+                }
+                if let Some(tenant) = &filter.tenant {
+                    select.push(" AND jobs.tenant = ").push_bind(tenant.clone());
+                }
+                // The cursor's comparison and the order use the same collation.
+                select.push(" ORDER BY jobs.id");
+                select.push(" LIMIT ").push_bind(i64::from(limit));
+                let found = select.build().fetch_all(&self.pool).await?;
+                found.iter().map(rows::job_entry).collect()
+            }
+
+            pub(super) async fn crawl_ended_since(
+                &self,
+                crawl_id: &str,
+                after_seq: i64,
+                limit: u32,
+            ) -> Result<Vec<EndedJob>, Error> {
+                let found = sqlx::query(
+                    "SELECT id, url, status, done_seq, result, error FROM jobs
+                     WHERE crawl_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
+                )
+                .bind(crawl_id)
                 .bind(after_seq)
                 .bind(i64::from(limit))
                 .fetch_all(&self.pool)

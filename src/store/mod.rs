@@ -33,9 +33,9 @@ use blob::Texts;
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 use postgres::PgStore;
 pub use records::{
-    ArchivePage, Attempt, BatchSummary, Cancel, EndedJob, JobRecord, NewBatch, NewJob, NewPage,
-    NewSessionStep, Outcome, PageRecord, SessionHost, SessionRecord, SessionStepRecord, Status,
-    WarcRef,
+    ArchivePage, Attempt, BatchSummary, Cancel, EndedJob, JobEntry, JobFilter, JobRecord, NewBatch,
+    NewJob, NewPage, NewSessionStep, Outcome, PageEntry, PageFilter, PageRecord, SessionHost,
+    SessionRecord, SessionStepRecord, Status, WarcRef,
 };
 use sqlite::SqliteStore;
 pub(crate) use sqlite::lock_sqlite_migrations;
@@ -358,8 +358,8 @@ delegate! {
 
     /// Ends every running crawl whose jobs have all ended (a crawl with no job yet is being
     /// seeded, and is left alone). The pools call it periodically: a page's end does not check
-    /// its crawl. Returns how many crawls it ended.
-    pub async fn complete_idle_crawls(&self) -> Result<u64, Error>;
+    /// its crawl. Returns the ids of the crawls this call ended.
+    pub async fn complete_idle_crawls(&self) -> Result<Vec<String>, Error>;
 
     /// Cancels a running crawl: no new pages are queued; its queued jobs are cancelled and
     /// running ones stop at their next safe point. Returns false when it was not running.
@@ -376,6 +376,21 @@ delegate! {
 
     /// Returns the jobs of a batch that ended after `after_seq`, in the order they ended.
     pub async fn ended_since(&self, batch_id: &str, after_seq: i64, limit: u32) -> Result<Vec<EndedJob>, Error>;
+
+    /// Returns the jobs `filter` takes after the job `after` (a cursor: the last `job_id`
+    /// returned), in id order, at most `limit`.
+    pub async fn list_jobs(&self, filter: &JobFilter, after: Option<&str>, limit: u32) -> Result<Vec<JobEntry>, Error>;
+
+    /// Returns the stored pages `filter` takes after the page `after` (a cursor: the last
+    /// `page_id` returned), in id order, at most `limit`.
+    pub async fn list_pages(&self, filter: &PageFilter, after: Option<&str>, limit: u32) -> Result<Vec<PageEntry>, Error>;
+
+    /// Returns the jobs of a crawl that ended after `after_seq`, in the order they ended.
+    pub async fn crawl_ended_since(&self, crawl_id: &str, after_seq: i64, limit: u32) -> Result<Vec<EndedJob>, Error>;
+
+    /// Asks the archive pool to take every stored page not archived yet, or those of one
+    /// crawl (fetched by its jobs or served to them from the cache). Returns how many.
+    pub async fn request_archive_all(&self, crawl_id: Option<&str>) -> Result<u64, Error>;
 
     /// Counts jobs by status, over all jobs or one batch.
     pub async fn count_by_status(&self, batch_id: Option<&str>) -> Result<Vec<(Status, u64)>, Error>;

@@ -9,9 +9,9 @@ use sqlx::Row as _;
 
 use super::blob::Blob;
 use super::dialect::{Db, Dialect};
-use super::rows::{self, Columns as _, PAGE_COLUMNS};
+use super::rows::{self, Columns as _, PAGE_COLUMNS, PAGE_ENTRY_COLUMNS};
 use super::writer::{PendingPage, ended_ids, ended_per_page};
-use super::{ArchivePage, Error, PageRecord, Status, WarcRef};
+use super::{ArchivePage, Error, PageEntry, PageFilter, PageRecord, Status, WarcRef};
 use crate::tenant::{Scope, Tenant};
 
 /// The columns of `pages` that [`rows::archive_page`] reads.
@@ -287,6 +287,68 @@ macro_rules! page_queries {
                     .transpose()
             }
 
+            pub(super) async fn list_pages(
+                &self,
+                filter: &PageFilter,
+                after: Option<&str>,
+                limit: u32,
+            ) -> Result<Vec<PageEntry>, Error> {
+                // Conditions only for what is asked.
+                let mut select = sqlx::QueryBuilder::<Db<Self>>::new(PAGE_ENTRY_COLUMNS);
+                select.push(" WHERE 1 = 1");
+                if let Some(after) = after {
+                    select.push(" AND id > ").push_bind(after.to_owned());
+                }
+                if let Some(host) = &filter.host {
+                    // Stored URLs are normalised: scheme://host[:port]/…
+                    select.push(" AND (");
+                    for (n, scheme) in ["http", "https"].into_iter().enumerate() {
+                        if n > 0 {
+                            select.push(" OR ");
+                        }
+                        let prefix = format!("{scheme}://{}/", host.to_lowercase());
+                        let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
+                        select
+                            .push("substr(url, 1, ")
+                            .push_bind(length)
+                            .push(") = ")
+                            .push_bind(prefix);
+                    }
+                    select.push(")");
+                }
+                if let Some(crawl_id) = &filter.crawl_id {
+                    select
+                        .push(" AND id IN (SELECT page_id FROM jobs WHERE crawl_id = ")
+                        .push_bind(crawl_id.clone())
+                        .push(")");
+                }
+                if let Some(tenant) = &filter.tenant {
+                    select.push(" AND tenant = ").push_bind(tenant.clone());
+                }
+                select.push(" ORDER BY id LIMIT ").push_bind(i64::from(limit));
+                let found = select.build().fetch_all(&self.pool).await?;
+                found.iter().map(rows::page_entry).collect()
+            }
+
+            pub(super) async fn request_archive_all(
+                &self,
+                crawl_id: Option<&str>,
+            ) -> Result<u64, Error> {
+                let changed = sqlx::query(
+                    "UPDATE pages SET archive_state = 'pending'
+                     WHERE archive_state IS DISTINCT FROM 'archived'
+                       AND archive_state IS DISTINCT FROM 'pending'
+                       AND (CAST($1 AS TEXT) IS NULL
+                            OR id IN (SELECT page_id FROM jobs
+                                      WHERE crawl_id = CAST($1 AS TEXT)))",
+                )
+                .bind(crawl_id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+                Ok(changed)
+            }
+
             pub(super) async fn export_pages(
                 &self,
                 url_prefix: Option<&str>,
@@ -297,11 +359,13 @@ macro_rules! page_queries {
             ) -> Result<Vec<(ArchivePage, i64)>, Error> {
                 let prefix = "CAST($2 AS TEXT)";
                 let select = format!(
-                    "{ARCHIVE_COLUMNS} LEFT JOIN jobs ON jobs.id = pages.id
+                    "{ARCHIVE_COLUMNS}
                      WHERE pages.rowid > $1
                        AND ({prefix} IS NULL OR {} OR {})
-                       AND (CAST($3 AS TEXT) IS NULL OR jobs.batch_id = CAST($3 AS TEXT))
-                       AND (CAST($4 AS TEXT) IS NULL OR jobs.crawl_id = CAST($4 AS TEXT))
+                       AND (CAST($3 AS TEXT) IS NULL OR pages.id IN (SELECT page_id FROM jobs
+                            WHERE batch_id = CAST($3 AS TEXT)))
+                       AND (CAST($4 AS TEXT) IS NULL OR pages.id IN (SELECT page_id FROM jobs
+                            WHERE crawl_id = CAST($4 AS TEXT)))
                      ORDER BY pages.rowid LIMIT $5",
                     Self::starts_with("pages.final_url", prefix),
                     Self::starts_with("pages.url", prefix),

@@ -412,3 +412,71 @@ pub struct WarcRef {
     /// The record's offset in that file.
     pub offset: u64,
 }
+
+/// Which jobs a listing takes (every condition given must hold). Listings are paged by job
+/// id (ULIDs: creation order), a keyset cursor.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Only the jobs of this batch.
+    pub batch_id: Option<String>,
+    /// Only the jobs of this crawl.
+    pub crawl_id: Option<String>,
+    /// Only jobs with this status.
+    pub status: Option<Status>,
+    /// Only the jobs of this tenant (`Scope::filter`; `None`: every tenant's).
+    pub tenant: Option<String>,
+}
+
+/// A job in a listing: how it ended and where its page is.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct JobEntry {
+    /// The job id (also the listing's cursor).
+    pub job_id: String,
+    /// The URL it was asked for.
+    pub url: String,
+    /// The page's final URL (normalised), once it has a page.
+    pub final_url: Option<String>,
+    /// How it stands.
+    pub status: Status,
+    /// The error code, when it failed or died (or the last one, while retried).
+    pub error_code: Option<String>,
+    /// Its page (`GET /v1/pages?url=`, `trawl read`); a job served from the cache names the
+    /// page it was served.
+    pub page_id: Option<String>,
+    /// The page's title.
+    pub title: Option<String>,
+    /// True when it was served from the cache (its page was fetched by another job).
+    pub cached: bool,
+}
+
+/// Which stored pages a listing takes.
+#[derive(Debug, Clone, Default)]
+pub struct PageFilter {
+    /// Only pages whose requested URL is on this host (`host` or `host:port`).
+    pub host: Option<String>,
+    /// Only pages the jobs of this crawl fetched or were served from the cache.
+    pub crawl_id: Option<String>,
+    /// Only the pages of this tenant (`Scope::filter`; `None`: every tenant's).
+    pub tenant: Option<String>,
+}
+
+/// A stored page in a listing (each fetch of a URL is one).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct PageEntry {
+    /// The page id (the job that fetched it; also the listing's cursor).
+    pub page_id: String,
+    /// The requested URL (normalised).
+    pub url: String,
+    /// The final URL (normalised).
+    pub final_url: String,
+    /// The page's title.
+    pub title: Option<String>,
+    /// The HTTP status.
+    pub status: u16,
+    /// The content type.
+    pub content_type: String,
+    /// When it was fetched (RFC 3339).
+    pub fetched_at: String,
+    /// Lines in its text.
+    pub lines: u64,
+}

@@ -6,8 +6,8 @@
 use sqlx::Row;
 
 use super::{
-    ArchivePage, CrawlCounters, CrawlRecord, CrawlStatus, EndedJob, Error, JobRecord, PageRecord,
-    Status,
+    ArchivePage, CrawlCounters, CrawlRecord, CrawlStatus, EndedJob, Error, JobEntry, JobRecord,
+    PageEntry, PageRecord, Status,
 };
 
 /// The columns of a row, by name, as the few types the store uses.
@@ -154,6 +154,7 @@ pub(super) fn crawl(row: &impl Columns) -> Result<CrawlRecord, Error> {
             discovered: count("discovered")?,
             queued: count("queued")?,
             fetched: count("fetched")?,
+            cached: count("cached")?,
             failed: count("failed")?,
             skipped_scope: count("skipped_scope")?,
             skipped_robots: count("skipped_robots")?,
@@ -164,6 +165,47 @@ pub(super) fn crawl(row: &impl Columns) -> Result<CrawlRecord, Error> {
         created_at: row.text("created_at")?,
         finished_at: row.opt_text("finished_at")?,
         tenant: row.text("tenant")?,
+    })
+}
+
+/// The columns [`job_entry`] reads, from `jobs` joined with their pages.
+pub(super) const JOB_ENTRY_COLUMNS: &str = "SELECT jobs.id AS id, jobs.url AS url, \
+     jobs.status AS status, jobs.error_code AS error_code, jobs.page_id AS page_id, \
+     pages.final_url AS final_url, pages.title AS title \
+     FROM jobs LEFT JOIN pages ON pages.id = jobs.page_id";
+
+/// A row of [`JOB_ENTRY_COLUMNS`].
+pub(super) fn job_entry(row: &impl Columns) -> Result<JobEntry, Error> {
+    let job_id = row.text("id")?;
+    let page_id = row.opt_text("page_id")?;
+    Ok(JobEntry {
+        cached: page_id.as_ref().is_some_and(|page| *page != job_id),
+        url: row.text("url")?,
+        final_url: row.opt_text("final_url")?,
+        status: status(row.text("status")?)?,
+        error_code: row.opt_text("error_code")?,
+        page_id,
+        title: row.opt_text("title")?,
+        job_id,
+    })
+}
+
+/// The columns [`page_entry`] reads.
+pub(super) const PAGE_ENTRY_COLUMNS: &str = "SELECT id, url, final_url, title, \
+     CAST(status AS BIGINT) AS http_status, content_type, fetched_at, \
+     CAST(lines AS BIGINT) AS n_lines FROM pages";
+
+/// A row of [`PAGE_ENTRY_COLUMNS`].
+pub(super) fn page_entry(row: &impl Columns) -> Result<PageEntry, Error> {
+    Ok(PageEntry {
+        page_id: row.text("id")?,
+        url: row.text("url")?,
+        final_url: row.text("final_url")?,
+        title: row.opt_text("title")?,
+        status: u16::try_from(row.int("http_status")?).unwrap_or_default(),
+        content_type: row.text("content_type")?,
+        fetched_at: row.text("fetched_at")?,
+        lines: row.int("n_lines")?.max(0) as u64,
     })
 }
 

@@ -650,3 +650,242 @@ async fn crawls_start_report_and_cancel_over_the_api() {
     let (status, _) = api.call("GET", "/v1/crawls/nope", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_and_crawls_list_their_jobs_and_pages_with_a_cursor() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start(&[], true).await;
+    let batch = serde_json::json!({
+        "jobs": [
+            {"kind": "fetch", "url": site.url("/article/1")},
+            {"kind": "fetch", "url": site.url("/article/2")},
+            {"kind": "fetch", "url": site.url("/status/404")},
+        ],
+    });
+    let (status, submitted) = api.call("POST", "/v1/jobs", Some(batch)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
+    let batch_id = submitted["batch_id"].as_str().expect("batch id").to_owned();
+    for job in submitted["jobs"].as_array().expect("jobs") {
+        api.wait_ended(job["id"].as_str().expect("id")).await;
+    }
+    let (status, record) = api
+        .call("GET", &format!("/v1/batches/{batch_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{record}");
+    assert_eq!(record["total"], 3, "{record}");
+    assert_eq!(record["ended"], true, "{record}");
+    assert_eq!(record["counts"]["succeeded"], 2, "{record}");
+    assert_eq!(record["errors"]["http_status"], 1, "{record}");
+    let (status, _) = api.call("GET", "/v1/batches/nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Two answers of two and one, in id order, through the cursor.
+    let (status, first) = api
+        .call(
+            "GET",
+            &format!("/v1/jobs?batch_id={batch_id}&limit=2"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["jobs"].as_array().expect("jobs").len(), 2, "{first}");
+    let cursor = first["next_cursor"].as_str().expect("a next cursor");
+    let (status, rest) = api
+        .call(
+            "GET",
+            &format!("/v1/jobs?batch_id={batch_id}&limit=2&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rest}");
+    assert_eq!(rest["jobs"].as_array().expect("jobs").len(), 1, "{rest}");
+    assert!(rest["next_cursor"].is_null(), "{rest}");
+    let mut listed: Vec<String> = first["jobs"]
+        .as_array()
+        .into_iter()
+        .chain(rest["jobs"].as_array())
+        .flatten()
+        .map(|job| job["job_id"].as_str().expect("job id").to_owned())
+        .collect();
+    let mut submitted_ids: Vec<String> = submitted["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|job| job["id"].as_str().expect("id").to_owned())
+        .collect();
+    submitted_ids.sort();
+    assert_eq!(listed, submitted_ids, "every job once, in id order");
+    listed.clear();
+    let (status, failed) = api
+        .call(
+            "GET",
+            &format!("/v1/jobs?batch_id={batch_id}&status=failed"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{failed}");
+    let failed = failed["jobs"].as_array().expect("jobs").clone();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["error_code"], "http_status");
+    assert!(failed[0]["page_id"].is_null());
+    let (status, body) = api.call("GET", "/v1/jobs?status=nonsense", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    let (status, started) = api
+        .call(
+            "POST",
+            "/v1/crawls",
+            Some(serde_json::json!({"seeds": [site.url("/site/1")], "max_depth": 1, "max_pages": 3, "robots": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let crawl_id = started["id"].as_str().expect("id").to_owned();
+    for _ in 0..400 {
+        let (_, record) = api
+            .call("GET", &format!("/v1/crawls/{crawl_id}"), None)
+            .await;
+        if record["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, pages) = api
+        .call(
+            "GET",
+            &format!("/v1/crawls/{crawl_id}/pages?status=succeeded"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{pages}");
+    let pages = pages["jobs"].as_array().expect("jobs").clone();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    for page in &pages {
+        assert_eq!(page["status"], "succeeded", "{page}");
+        assert!(page["title"].is_string(), "{page}");
+        assert!(page["final_url"].is_string(), "{page}");
+        assert_eq!(page["page_id"], page["job_id"], "{page}");
+        let url = page["url"].as_str().expect("url");
+        let (status, read) = api
+            .call("GET", &format!("/v1/pages?url={url}&to=1"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{read}");
+        assert_eq!(read["page_id"], page["page_id"], "{read}");
+    }
+    let (status, _) = api.call("GET", "/v1/crawls/nope/pages", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, by_crawl) = api
+        .call("GET", &format!("/v1/jobs?crawl_id={crawl_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{by_crawl}");
+    assert_eq!(by_crawl["jobs"].as_array().expect("jobs").len(), 3);
+
+    // The document declares the new routes and their query parameters.
+    let (_, document) = api.call("GET", "/openapi.json", None).await;
+    let list = &document["paths"]["/v1/jobs"]["get"];
+    assert_eq!(list["operationId"], "list_jobs", "{list}");
+    let parameters = list["parameters"].as_array().expect("parameters");
+    for name in ["batch_id", "crawl_id", "status", "cursor", "limit"] {
+        assert!(
+            parameters
+                .iter()
+                .any(|parameter| parameter["name"] == name && parameter["in"] == "query"),
+            "{name} in {list}"
+        );
+    }
+    assert!(document["paths"]["/v1/batches/{id}"]["get"].is_object());
+    assert!(document["paths"]["/v1/crawls/{id}/pages"]["get"].is_object());
+}
+
+#[tokio::test]
+async fn page_reads_are_capped_and_name_the_next_range() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let api = Api::start_with(&[], true, |config| config.api.read_max_chars = 300).await;
+    let url = site.url("/article/3");
+    let (status, page) = api
+        .call("POST", "/v1/fetch", Some(serde_json::json!({"url": url})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let (status, first) = api.call("GET", &format!("/v1/pages?url={url}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let lines: Vec<&str> = first["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|line| line.as_str().expect("text"))
+        .collect();
+    let chars: usize = lines.iter().map(|line| line.chars().count() + 1).sum();
+    assert!(chars <= 300, "{chars} characters: {first}");
+    assert_eq!(first["truncated"], true, "{first}");
+    let total = first["total_lines"].as_u64().expect("total");
+    let next = first["next_from"].as_u64().expect("a next range");
+    assert_eq!(next, first["to"].as_u64().expect("to") + 1);
+    assert!(next <= total);
+    let (status, second) = api
+        .call("GET", &format!("/v1/pages?url={url}&from={next}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!(second["from"], next, "{second}");
+    // The last line: nothing comes next.
+    let (_, last) = api
+        .call("GET", &format!("/v1/pages?url={url}&from={total}"), None)
+        .await;
+    assert!(last["next_from"].is_null(), "{last}");
+    assert_eq!(last["truncated"], false, "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_webhook_receives_its_pages_events_and_one_completion() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let secret = "webhook-test-secret";
+    let api = Api::start_with(&[], true, |config| {
+        config.webhooks = trawl::webhooks::Config {
+            secret: Some(Secret::new(secret)),
+            retry_base_ms: 10,
+            ..trawl::webhooks::Config::default()
+        };
+    })
+    .await;
+    let (status, started) = api
+        .call(
+            "POST",
+            "/v1/crawls",
+            Some(serde_json::json!({
+                "seeds": [site.url("/site/1")], "max_depth": 1, "max_pages": 2, "robots": false,
+                "webhook": site.url("/webhook"),
+            })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{started}");
+    let id = started["id"].as_str().expect("id");
+    let mut kinds = Vec::new();
+    for _ in 0..400 {
+        kinds = site
+            .requests()
+            .into_iter()
+            .filter(|request| request.path_and_query == "/webhook")
+            .map(|event| {
+                let body: serde_json::Value = serde_json::from_slice(&event.body).expect("json");
+                assert_eq!(body["crawl_id"], id, "{body}");
+                if body["type"] == "completed" {
+                    assert_eq!(body["data"]["counters"]["fetched"], 2, "{body}");
+                    assert!(body["job_id"].is_null(), "{body}");
+                }
+                body["type"].as_str().expect("type").to_owned()
+            })
+            .collect();
+        if kinds.iter().any(|kind| kind == "completed") && kinds.len() >= 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    kinds.sort();
+    assert_eq!(kinds, ["completed", "page", "page", "started", "started"]);
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/crawls",
+            Some(serde_json::json!({"seeds": [site.url("/site/1")], "webhook": "gopher://x/"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}

@@ -361,3 +361,262 @@ async fn enqueue_and_status_talk_to_a_running_server_which_stops_on_sigterm() {
         .expect("waits");
     assert!(exit.success(), "{exit:?}");
 }
+
+#[tokio::test]
+async fn fetch_prints_one_page_then_serves_it_from_the_cache() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server.url("/article/1");
+    let fetched = output(
+        trawl(dir.path())
+            .args(["fetch", "--allow-private-network"])
+            .arg(&url),
+    )
+    .await;
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    let text = stdout(&fetched);
+    assert!(text.lines().count() > 3, "{text}");
+    assert_eq!(server.hits("/article/1"), 1);
+    let again = output(
+        trawl(dir.path())
+            .args(["fetch", "--json", "--allow-private-network"])
+            .arg(&url),
+    )
+    .await;
+    assert!(again.status.success(), "{}", stderr(&again));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&again)).expect("json");
+    assert_eq!(result["cached"], true, "{result}");
+    assert_eq!(result["content"]["text"].as_str(), Some(text.trim_end()));
+    assert_eq!(server.hits("/article/1"), 1, "served from the cache");
+
+    let missing = output(
+        trawl(dir.path())
+            .args(["fetch", "--allow-private-network"])
+            .arg(server.url("/status/404")),
+    )
+    .await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        stderr(&missing).contains("http_status"),
+        "{}",
+        stderr(&missing)
+    );
+    let refused = output(
+        trawl(dir.path())
+            .args(["fetch"])
+            .arg(server.url("/article/2")),
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("blocked_destination"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[tokio::test]
+async fn fetch_says_so_when_a_page_is_still_pending_after_five_seconds() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fetched = output(
+        trawl(dir.path())
+            .args(["fetch", "--allow-private-network"])
+            .arg(server.url("/slow/article/4?ms=6500")),
+    )
+    .await;
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    assert!(
+        stderr(&fetched).contains("is still running"),
+        "{}",
+        stderr(&fetched)
+    );
+    assert!(!stdout(&fetched).is_empty());
+}
+
+#[tokio::test]
+async fn read_is_capped_and_grep_finds_lines_of_a_stored_page() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = server.url("/article/3");
+    let fetched = output(
+        trawl(dir.path())
+            .args(["fetch", "--allow-private-network"])
+            .arg(&url),
+    )
+    .await;
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    let page = stdout(&fetched);
+
+    let read = output(
+        trawl(dir.path())
+            .arg("read")
+            .arg(&url)
+            .env("TRAWL_API__READ_MAX_CHARS", "300"),
+    )
+    .await;
+    assert!(read.status.success(), "{}", stderr(&read));
+    assert!(stdout(&read).chars().count() <= 300, "{}", stdout(&read));
+    let next = stderr(&read)
+        .lines()
+        .find_map(|line| {
+            line.split_once(" --from ")
+                .map(|(_, n)| n.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("the next range is named: {}", stderr(&read)));
+    let rest = output(
+        trawl(dir.path())
+            .args(["read", "--max-chars", "0", "--from", &next])
+            .arg(&url),
+    )
+    .await;
+    assert!(rest.status.success(), "{}", stderr(&rest));
+    assert_eq!(
+        format!("{}{}", stdout(&read), stdout(&rest)),
+        page,
+        "the two ranges are the page"
+    );
+
+    // A word of the page's first line, in another case.
+    let word = page
+        .split(|c: char| !c.is_alphabetic())
+        .find(|word| word.len() > 4)
+        .expect("a word")
+        .to_uppercase();
+    let grep = output(
+        trawl(dir.path())
+            .args(["grep", "-i", "-C", "0"])
+            .arg(&url)
+            .arg(&word),
+    )
+    .await;
+    assert!(grep.status.success(), "{}", stderr(&grep));
+    let found = stdout(&grep);
+    let first = found.lines().next().expect("a match");
+    let (number, text) = first.split_once(':').expect("N:line");
+    assert!(number.parse::<u64>().is_ok(), "{first}");
+    assert!(text.to_uppercase().contains(&word), "{first}");
+    let none = output(trawl(dir.path()).arg("grep").arg(&url).arg("zq{3}xv")).await;
+    assert_eq!(none.status.code(), Some(1));
+    let bad = output(trawl(dir.path()).arg("grep").arg(&url).arg("(a+)+")).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("nested repetition"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_and_crawls_have_status_pages_out_files_and_archives() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let out = dir.path().join("out");
+    let run = output(
+        trawl(&data)
+            .args(["run", "--quiet", "--allow-private-network", "--out"])
+            .arg(&out)
+            .arg(server.url("/article/1"))
+            .arg(server.url("/status/404")),
+    )
+    .await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    let batch = stdout(&run)
+        .lines()
+        .find_map(|line| line.strip_prefix("batch "))
+        .and_then(|rest| rest.split(';').next())
+        .expect("the run names its batch")
+        .to_owned();
+    for line in jsonl(&out.join("pages.jsonl")) {
+        assert!(line["job_id"].is_string(), "{line}");
+        if line.get("error").is_some() {
+            continue;
+        }
+        let file = line["file"].as_str().expect("a file name");
+        let written = std::fs::read_to_string(out.join(file)).expect("the file exists");
+        let title = line["title"].as_str().expect("a title");
+        assert!(
+            written.starts_with(&format!("---\ntitle: {}\n", serde_json::json!(title))),
+            "{written}"
+        );
+        assert!(written.contains(&format!(
+            "\njob_id: \"{}\"\n",
+            line["job_id"].as_str().unwrap_or_default()
+        )));
+    }
+    let status = output(trawl(&data).args(["status", &batch])).await;
+    assert!(status.status.success(), "{}", stderr(&status));
+    let text = stdout(&status);
+    assert!(text.contains("2 jobs, ended"), "{text}");
+    assert!(text.contains("http_status 1"), "{text}");
+    let counts = output(trawl(&data).args(["status", "--json"])).await;
+    let counts: serde_json::Value = serde_json::from_str(&stdout(&counts)).expect("json");
+    assert_eq!(counts["succeeded"], 1, "{counts}");
+
+    let crawl_out = dir.path().join("crawl-out");
+    let crawl = output(
+        trawl(&data)
+            .args([
+                "crawl",
+                "--quiet",
+                "--allow-private-network",
+                "--ignore-robots",
+                "--max-pages",
+                "3",
+                "--max-depth",
+                "1",
+                "--out",
+            ])
+            .arg(&crawl_out)
+            .arg(server.url("/site/5"))
+            .env("TRAWL_POLITENESS__MIN_DELAY_MS", "0"),
+    )
+    .await;
+    assert!(crawl.status.success(), "{}", stderr(&crawl));
+    let crawl_id = stdout(&crawl)
+        .lines()
+        .find_map(|line| line.strip_prefix("done: crawl "))
+        .and_then(|rest| rest.split(':').next())
+        .expect("the summary names the crawl")
+        .to_owned();
+    let lines = jsonl(&crawl_out.join("pages.jsonl"));
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for line in &lines {
+        let file = line["file"].as_str().expect("a file name");
+        assert!(crawl_out.join(file).is_file(), "{file}");
+    }
+    let status = output(trawl(&data).args(["status", &crawl_id])).await;
+    assert!(status.status.success(), "{}", stderr(&status));
+    assert!(
+        stdout(&status).contains("3 fetched, 0 from cache"),
+        "{}",
+        stdout(&status)
+    );
+    let listed = output(trawl(&data).args(["pages", "--json", "--crawl", &crawl_id])).await;
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let pages: Vec<serde_json::Value> = stdout(&listed)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    assert!(pages.iter().all(|page| {
+        page["url"]
+            .as_str()
+            .is_some_and(|url| url.contains("/site/"))
+    }));
+    let host = server.addr().to_string();
+    let all = output(trawl(&data).args(["pages", "--host", &host])).await;
+    assert_eq!(stdout(&all).lines().count(), 4, "{}", stdout(&all));
+    let nothing = output(trawl(&data).args(["pages", "--host", "nowhere.test"])).await;
+    assert_eq!(nothing.status.code(), Some(1));
+    let archived = output(trawl(&data).args(["archive", "--crawl", &crawl_id])).await;
+    assert!(archived.status.success(), "{}", stderr(&archived));
+    assert!(
+        stderr(&archived).contains("archiving 3 pages"),
+        "{}",
+        stderr(&archived)
+    );
+    let unknown = output(trawl(&data).args(["status", "01NOSUCHID"])).await;
+    assert_eq!(unknown.status.code(), Some(1));
+}

@@ -517,7 +517,10 @@ async fn the_binary_crawls_with_robots_txt_and_reports_counters() {
         "{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("3 pages fetched, 0 failed"), "{stdout}");
+    assert!(
+        stdout.contains("3 pages fetched, 0 from cache, 0 failed"),
+        "{stdout}"
+    );
     assert!(stdout.contains("3 queued"), "{stdout}");
     // The fixture's robots.txt has a group for trawl (Crawl-delay: 1): it was read and obeyed.
     assert_eq!(server.hits("/robots.txt"), 1);
@@ -547,10 +550,18 @@ async fn a_second_crawl_follows_links_from_cached_pages(backend: Backend) {
     let second = crawler.crawl(spec).await;
     assert_eq!(second.status, CrawlStatus::Completed);
     assert_eq!(
-        second.counters.fetched, 6,
-        "links of cached pages are followed: {second:?}"
+        (second.counters.fetched, second.counters.cached),
+        (0, 6),
+        "links of cached pages are followed, and the pages are counted as from the cache: {second:?}"
     );
     assert_eq!(server.hits("/site/"), fetches, "served from the cache");
+    assert_eq!(
+        crate::crawl_page_urls(&crawler.context.store, &second.id)
+            .await
+            .len(),
+        6,
+        "the second crawl's export holds the pages it was served"
+    );
     crawler.stop().await;
 }
 

@@ -64,6 +64,7 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
         &server.url("/article/1"),
         2,
         Some(3),
+        0,
     )
     .await
     .expect("reads")
@@ -76,6 +77,7 @@ async fn a_job_ends_with_its_page_stored_whole_and_its_result_truncated() {
         &server.url("/article/1"),
         10_000,
         None,
+        0,
     )
     .await
     .expect("reads")

@@ -17,6 +17,7 @@ on_both_engines!(
     session_replay_logs_keep_steps_and_screenshots_in_order,
     session_hosts_register_renew_and_take_their_sessions_with_them,
     jobs_crawls_and_pages_belong_to_their_tenant,
+    jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -1018,5 +1019,161 @@ async fn jobs_crawls_and_pages_belong_to_their_tenant(db: TestDb) {
             .await
             .expect("reads")
             .is_some()
+    );
+}
+
+/// Listings page by job id (a keyset cursor) with filters; a job served from the cache names
+/// the page it was served and is marked cached; a crawl's and a batch's pages include the
+/// pages served to their jobs from the cache, each once.
+async fn jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor(db: TestDb) {
+    let store = db.open().await;
+    let batch = format!("L{}", ulid::Ulid::generate());
+    let crawl = format!("C{}", ulid::Ulid::generate());
+    let mut ids: Vec<String> = (0..3).map(|_| ulid::Ulid::generate().to_string()).collect();
+    ids.sort();
+    let jobs: Vec<NewJob> = ids
+        .iter()
+        .map(|id| NewJob {
+            crawl_id: Some(crawl.clone()),
+            ..new_job(id, &batch)
+        })
+        .collect();
+    store.create_jobs(&jobs).await.expect("creates");
+    let url = format!(
+        "https://h{}.test/a",
+        ulid::Ulid::generate().to_string().to_lowercase()
+    );
+    let info = page_info(&url);
+    let page = trawl::store::NewPage {
+        url: &url,
+        final_url: &url,
+        options_hash: "o",
+        info: &info,
+        text: "a page",
+        raw: b"<p>a page</p>",
+        headers: &[],
+        ip: None,
+        archive: false,
+        attempt: None,
+        tenant: trawl::tenant::DEFAULT,
+    };
+    store
+        .finish_with_page(&ids[0], page, |hash| {
+            serde_json::json!({ "hash": hash }).to_string()
+        })
+        .await
+        .expect("stores");
+    store
+        .finish(
+            &ids[1],
+            &Outcome::Failed(JobError::new(ErrorCode::HttpStatus, "http status 404")),
+        )
+        .await
+        .expect("ends");
+    store
+        .finish(
+            &ids[2],
+            &Outcome::Succeeded {
+                result: serde_json::json!({"cached": true}),
+                page_id: Some(ids[0].clone()),
+            },
+        )
+        .await
+        .expect("ends");
+
+    let by_batch = trawl::store::JobFilter {
+        batch_id: Some(batch.clone()),
+        ..Default::default()
+    };
+    let first = store.list_jobs(&by_batch, None, 2).await.expect("lists");
+    let ids_of = |entries: &[trawl::store::JobEntry]| -> Vec<String> {
+        entries.iter().map(|entry| entry.job_id.clone()).collect()
+    };
+    assert_eq!(ids_of(&first), ids[..2]);
+    let rest = store
+        .list_jobs(&by_batch, Some(first[1].job_id.as_str()), 2)
+        .await
+        .expect("lists");
+    assert_eq!(ids_of(&rest), ids[2..]);
+    let served = &rest[0];
+    assert!(served.cached, "{served:?}");
+    assert_eq!(served.page_id.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(served.final_url.as_deref(), Some(url.as_str()));
+    assert_eq!(served.title.as_deref(), Some("t"));
+    assert!(!first[0].cached);
+    let failed = store
+        .list_jobs(
+            &trawl::store::JobFilter {
+                crawl_id: Some(crawl.clone()),
+                status: Some(Status::Failed),
+                ..Default::default()
+            },
+            None,
+            10,
+        )
+        .await
+        .expect("lists");
+    assert_eq!(ids_of(&failed), [ids[1].clone()]);
+    assert_eq!(failed[0].error_code.as_deref(), Some("http_status"));
+    assert_eq!(
+        store
+            .crawl_ended_since(&crawl, 0, 10)
+            .await
+            .expect("reads")
+            .len(),
+        3
+    );
+
+    let host = url::Url::parse(&url)
+        .expect("url")
+        .host_str()
+        .expect("host")
+        .to_owned();
+    let pages = |host: Option<&str>, crawl_id: Option<&str>| trawl::store::PageFilter {
+        host: host.map(str::to_owned),
+        crawl_id: crawl_id.map(str::to_owned),
+        tenant: None,
+    };
+    let listed = store
+        .list_pages(&pages(Some(host.as_str()), None), None, 10)
+        .await
+        .expect("lists");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].page_id, ids[0]);
+    assert_eq!(listed[0].status, 200);
+    assert!(
+        store
+            .list_pages(&pages(Some("other.test"), None), None, 10)
+            .await
+            .expect("lists")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .list_pages(&pages(None, Some(crawl.as_str())), None, 10)
+            .await
+            .expect("lists")
+            .len(),
+        1
+    );
+    let exported = store
+        .export_pages(None, None, Some(crawl.as_str()), 0, 10)
+        .await
+        .expect("exports");
+    assert_eq!(exported.len(), 1, "the page once, though two jobs have it");
+    assert_eq!(
+        store
+            .request_archive_all(Some(crawl.as_str()))
+            .await
+            .expect("asks"),
+        1
+    );
+    assert_eq!(
+        store
+            .request_archive_all(Some(crawl.as_str()))
+            .await
+            .expect("asks"),
+        0,
+        "already pending"
     );
 }

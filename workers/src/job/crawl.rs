@@ -57,6 +57,15 @@ pub struct CrawlSpec {
     /// crawl of a site, go through the configured proxies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// Seconds a stored page may be served to the crawl instead of fetching it (as a fetch
+    /// job's `cache_ttl`; absent: `fetch.cache_ttl_secs`; 0 always fetches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 315_360_000)]
+    pub cache_ttl: Option<u64>,
+    /// An http(s) URL that receives signed `started`, `page` and `failed` events for each
+    /// page and a `completed` event when the crawl ends (as a batch's webhook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 fn default_max_depth() -> u32 {
@@ -87,6 +96,8 @@ impl CrawlSpec {
             archive: false,
             render: Render::default(),
             proxy: None,
+            cache_ttl: None,
+            webhook: None,
         }
     }
 
@@ -106,6 +117,15 @@ impl CrawlSpec {
             return Err(format!(
                 "max_pages {} is outside 1..=1000000",
                 self.max_pages
+            ));
+        }
+        if self
+            .cache_ttl
+            .is_some_and(|ttl| ttl > super::fetch::MAX_CACHE_TTL_SECS)
+        {
+            return Err(format!(
+                "cache_ttl is above {} s (ten years)",
+                super::fetch::MAX_CACHE_TTL_SECS
             ));
         }
         Choice::from_option(self.proxy.as_deref())?;
