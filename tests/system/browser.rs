@@ -932,6 +932,10 @@ fn sessions_are_bounded_and_idle_ones_expire() {
 /// Two bearer tokens an API test serves, for ownership checks.
 const TOKEN_A: &str = "token-a-0123456789abcdef";
 const TOKEN_B: &str = "token-b-0123456789abcdef";
+/// Another token of [`TOKEN_A`]'s tenant (the first bare token's: `default`).
+const TOKEN_A2: &str = "token-a2-0123456789abcdef";
+/// The admin token: every tenant's sessions.
+const ADMIN: &str = "token-admin-0123456789abcdef";
 
 /// The shared parts and the queue on a temporary store in `dir`, as `trawl serve` has them.
 async fn api_parts(
@@ -957,7 +961,12 @@ fn api_router(
             tokens: vec![
                 trawl::config::Secret::new(TOKEN_A).into(),
                 trawl::config::Secret::new(TOKEN_B).into(),
+                trawl::api::TokenEntry::Named {
+                    token: trawl::config::Secret::new(TOKEN_A2),
+                    tenant: trawl::tenant::DEFAULT.to_owned(),
+                },
             ],
+            admin_token: Some(trawl::config::Secret::new(ADMIN)),
             ..trawl::api::Config::default()
         }),
         archive: None,
@@ -1080,6 +1089,19 @@ fn the_session_api_belongs_to_the_token_that_opened_it() {
         ] {
             let (status, _) = call(method, uri.clone(), token_b, body).await;
             assert_eq!(status, 404, "{method} {uri}");
+        }
+        // Another token of the same tenant, and the admin, see it.
+        for token in [TOKEN_A2, ADMIN] {
+            let (status, _) = call("GET", format!("/v1/sessions/{id}/replay"), token, None).await;
+            assert_eq!(status, 200, "{token}");
+            let (status, _) = call(
+                "GET",
+                format!("/v1/sessions/{id}/previews/{preview}"),
+                token,
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "{token}");
         }
         let (status, body) = call(
             "POST",

@@ -18,6 +18,7 @@ on_both_engines!(
     session_hosts_register_renew_and_take_their_sessions_with_them,
     jobs_crawls_and_pages_belong_to_their_tenant,
     jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor,
+    data_from_before_tenants_is_the_default_tenants,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -1176,4 +1177,101 @@ async fn jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor(
         0,
         "already pending"
     );
+}
+
+/// Migration 0012: a store migrated up to 0011 with a job, its page and a crawl, then opened
+/// by this version: they are the default tenant's, and archived pages go back to the archive
+/// pool (its index is rebuilt with tenants).
+async fn data_from_before_tenants_is_the_default_tenants(db: TestDb) {
+    let dialect = if db.url.starts_with("sqlite") {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(dialect);
+    let before = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(&source).expect("migrations") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        if name.as_str() < "0012" {
+            std::fs::copy(&path, before.path().join(&name)).expect("copies");
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(before.path())
+        .await
+        .expect("migrations up to 0011");
+    let info = serde_json::to_string(&page_info("https://example.com/old"))
+        .expect("json")
+        .replace('\'', "''");
+    let statements = [
+        "INSERT INTO jobs (id, kind, url, params, status, max_attempts, created_at, page_id)
+         VALUES ('old-job', 'fetch', 'https://example.com/old', '{}', 'succeeded', 3, 'now', 'old-job')",
+        "INSERT INTO blobs (sha256, codec, size, bytes) VALUES ('h', 'none', 0, '')",
+        "INSERT INTO pages (id, url, final_url, options_hash, status, content_type, fetched_at,
+             fetched_at_ms, content_hash, raw_hash, lines, info, archive_state)
+         VALUES ('old-job', 'https://example.com/old', 'https://example.com/old', 'o', 200,
+             'text/html', 'now', 1, 'h', 'h', 0, 'INFO', 'archived')",
+        "INSERT INTO crawls (id, spec, status, created_at)
+         VALUES ('old-crawl', '{\"seeds\": [\"https://example.com/\"]}', 'running', 'now')",
+    ];
+    if dialect == "sqlite" {
+        let pool = sqlx::SqlitePool::connect(&format!("{}?mode=rwc", db.url))
+            .await
+            .expect("connects");
+        migrator.run(&pool).await.expect("migrates to 0011");
+        for statement in statements {
+            let statement = statement.replace("INFO", &info);
+            sqlx::query(sqlx::AssertSqlSafe(statement))
+                .execute(&pool)
+                .await
+                .expect("inserts");
+        }
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.expect("connects");
+        migrator.run(&pool).await.expect("migrates to 0011");
+        for statement in statements {
+            let statement = statement
+                .replace("0, '')", "0, '\\x')")
+                .replace("INFO", &info);
+            sqlx::query(sqlx::AssertSqlSafe(statement))
+                .execute(&pool)
+                .await
+                .expect("inserts");
+        }
+        pool.close().await;
+    }
+
+    let store = db.open().await;
+    let default = trawl::tenant::Scope::default();
+    let job = store.job_in(&default, "old-job").await.expect("reads");
+    assert_eq!(job.expect("the default tenant's").tenant, "default");
+    let acme = trawl::tenant::Scope::of(trawl::tenant::Tenant::new("acme").expect("valid"));
+    assert!(
+        store
+            .job_in(&acme, "old-job")
+            .await
+            .expect("reads")
+            .is_none()
+    );
+    let page = store
+        .latest_page(&default, "https://example.com/old")
+        .await
+        .expect("reads")
+        .expect("the default tenant's");
+    assert_eq!(page.tenant, "default");
+    assert!(
+        store
+            .crawl_in(&default, "old-crawl")
+            .await
+            .expect("reads")
+            .is_some()
+    );
+    assert_eq!(store.archive_pending().await.expect("counts"), 1);
 }

@@ -30,11 +30,19 @@ struct Server {
 }
 
 impl Server {
+    /// A server with its pools, on `db` and the embedded queue.
     async fn start(db: &TestDb) -> Server {
+        Server::start_on(db, None, true).await.0
+    }
+
+    /// A server on `db` and, when given, the Redis queue at `redis_url`; with `pools`, the
+    /// fetch and archive pools run beside it. Returns its configuration too.
+    async fn start_on(db: &TestDb, redis_url: Option<String>, pools: bool) -> (Server, Config) {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config {
             namespace: "tenants-test".to_owned(),
             database_url: Some(Secret::new(db.url.clone())),
+            redis_url: redis_url.map(Secret::new),
             ..test_config(dir.path())
         };
         config.api = api::Config {
@@ -53,9 +61,11 @@ impl Server {
             &trawl::archive::index_dir(&config.data_dir),
         )
         .expect("index opens");
-        app.start_pools();
-        app.start_archive(trawl::archive::Stop::Now)
-            .expect("archive pool starts");
+        if pools {
+            app.start_pools();
+            app.start_archive(trawl::archive::Stop::Now)
+                .expect("archive pool starts");
+        }
         let state = AppState {
             context: app.deps().clone(),
             queue: app.deps().queue.clone(),
@@ -69,12 +79,13 @@ impl Server {
             .expect("binds");
         let base = format!("http://{}", listener.local_addr().expect("address"));
         app.serve("server", listener, api::router(state));
-        Server {
+        let server = Server {
             base,
             http: reqwest::Client::new(),
             shutdown: app.shutdown_signal(),
             _dir: dir,
-        }
+        };
+        (server, config)
     }
 
     /// Calls the API with `token`; returns the status and the JSON body (null when not JSON).
@@ -311,6 +322,47 @@ async fn the_cache_is_shared_only_for_plain_public_fetches(db: TestDb) {
         .await;
     assert_eq!(status, StatusCode::OK, "{plain}");
     assert_eq!(plain["cached"], false, "{plain}");
+}
+
+/// Distributed mode: an API without pools queues on Redis, a worker elsewhere (another `App`
+/// on the same PostgreSQL store and Redis queue) runs the job, and the page it stores is the
+/// tenant's who asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_elsewhere_stores_the_page_for_its_tenant() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let db = TestDb::postgres().await;
+    let redis = crate::queue::RedisServer::start("noeviction");
+    let (server, api_config) = Server::start_on(&db, Some(redis.url()), false).await;
+    let worker_dir = tempfile::tempdir().expect("tempdir");
+    let mut worker = spawn_app(&Config {
+        data_dir: worker_dir.path().to_owned(),
+        ..api_config
+    })
+    .await;
+    worker.start_pools();
+    let stop_worker = worker.shutdown_signal();
+
+    let url = site.url("/article/4");
+    let (status, submitted) = server
+        .post(TOKEN_B, "/v1/jobs", json!({"kind": "fetch", "url": url}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{submitted}");
+    let id = submitted["jobs"][0]["id"].as_str().expect("id").to_owned();
+    let job = server.ended(TOKEN_B, &id).await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let query = format!("/v1/pages?url={}", urlencode(&url));
+    let (status, page) = server.get(TOKEN_B, &query).await;
+    assert_eq!(status, StatusCode::OK, "B's own page: {page}");
+    assert_eq!(page["page_id"], id.as_str());
+    let mut leaks = Vec::new();
+    not_found(&mut leaks, server.get(TOKEN_A, &query).await, "page read");
+    not_found(
+        &mut leaks,
+        server.get(TOKEN_A, &format!("/v1/jobs/{id}")).await,
+        "job",
+    );
+    assert!(leaks.is_empty(), "A reached B's objects: {leaks:?}");
+    stop_worker.trigger();
 }
 
 on_both_engines!(
