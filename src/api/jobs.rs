@@ -366,7 +366,7 @@ pub struct ListQuery {
 pub struct JobList {
     /// The jobs.
     pub jobs: Vec<JobEntry>,
-    /// Pass as `cursor` for the next jobs; absent when there are no more.
+    /// Pass as `cursor` for the next jobs; `null` when there are no more.
     pub next_cursor: Option<String>,
 }
 
