@@ -42,8 +42,12 @@ pub(super) async fn start(
     Caller(scope): Caller,
     ApiJson(spec): ApiJson<CrawlSpec>,
 ) -> Result<(StatusCode, Json<CrawlStarted>), ApiError> {
-    if let Some(webhook) = &spec.webhook {
-        super::jobs::check_webhook(&state, webhook)?;
+    if let Some(refusal) = spec
+        .webhook
+        .as_deref()
+        .and_then(|webhook| super::jobs::webhook_refusal(&state, webhook))
+    {
+        return Err(refusal);
     }
     let plan = crate::crawl::create_for(&state.context, spec, scope.tenant)
         .await

@@ -120,8 +120,11 @@ pub(super) async fn submit(
             return Err(ApiError::new(ApiErrorCode::Job(error.code), message));
         }
     }
-    if let Some(webhook) = &webhook {
-        check_webhook(&state, webhook)?;
+    if let Some(refusal) = webhook
+        .as_deref()
+        .and_then(|webhook| webhook_refusal(&state, webhook))
+    {
+        return Err(refusal);
     }
 
     let batch = is_batch.then(|| NewBatch {
@@ -175,23 +178,21 @@ pub(super) async fn submit(
     ))
 }
 
-/// Refuses a webhook when webhooks are not configured or the guard refuses its URL (a batch's
-/// or a crawl's).
-pub(super) fn check_webhook(state: &AppState, webhook: &str) -> Result<(), ApiError> {
+/// Why a webhook (a batch's or a crawl's) is refused: webhooks are not configured, or the
+/// guard refuses its URL; `None` when it is accepted.
+pub(super) fn webhook_refusal(state: &AppState, webhook: &str) -> Option<ApiError> {
     if state.context.webhooks.is_none() {
-        return Err(ApiError::new(
+        return Some(ApiError::new(
             ApiErrorCode::WebhooksDisabled,
             "webhooks need a signing secret: set webhooks.secret",
         ));
     }
-    fetch_pool::check_url(&state.context.fetch.client, webhook).map_err(|error| {
-        super::count_refusal(state, &error);
-        ApiError::new(
-            ApiErrorCode::Job(error.code),
-            format!("webhook: {}", error.message),
-        )
-    })?;
-    Ok(())
+    let error = fetch_pool::check_url(&state.context.fetch.client, webhook).err()?;
+    super::count_refusal(state, &error);
+    Some(ApiError::new(
+        ApiErrorCode::Job(error.code),
+        format!("webhook: {}", error.message),
+    ))
 }
 
 /// Returns a job: status, attempts, and its result or typed error.
@@ -379,7 +380,7 @@ pub struct ListQuery {
 pub struct JobList {
     /// The jobs.
     pub jobs: Vec<JobEntry>,
-    /// Pass as `cursor` for the next jobs; absent when there are no more.
+    /// Pass as `cursor` for the next jobs; `null` when there are no more.
     pub next_cursor: Option<String>,
 }
 

@@ -54,6 +54,16 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .context("reading standard input")?;
     } else {
         let path = PathBuf::from(&args.input);
+        let is_url = ["http://", "https://"]
+            .iter()
+            .any(|scheme| args.input.to_ascii_lowercase().starts_with(scheme));
+        if is_url && !path.exists() {
+            anyhow::bail!(
+                "{} is a URL; extract reads local files: fetch it with `trawl fetch {}`",
+                args.input,
+                args.input
+            );
+        }
         bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     }
     let page_url = url::Url::parse(args.url.as_deref().unwrap_or("http://localhost/"))

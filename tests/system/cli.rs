@@ -1,5 +1,6 @@
-//! The real `trawl` binary end to end: run (arguments, files, stdin, --out), read, status,
-//! extract, configuration errors, and the default policy refusing loopback.
+//! The real `trawl` binary end to end: run (arguments, files, stdin, --out), fetch, read,
+//! grep, status, pages, crawl --out, archive --crawl, extract, configuration errors, and the
+//! default policy refusing loopback.
 
 use std::path::Path;
 use std::process::Output;
@@ -205,6 +206,13 @@ async fn extract_reads_a_local_file_without_network() {
     let text = stdout(&run);
     assert!(text.contains("The river ran quietly"), "{text}");
     assert!(!text.contains("Home"), "{text}");
+    let url = output(trawl(dir.path()).args(["extract", "http://a.test/page"])).await;
+    assert!(!url.status.success());
+    assert!(
+        stderr(&url).contains("trawl fetch http://a.test/page"),
+        "{}",
+        stderr(&url)
+    );
 }
 
 #[tokio::test]
