@@ -1,6 +1,7 @@
 //! Bearer-token authentication: when `api.tokens` is set, every protected route needs
-//! `Authorization: Bearer <token>` matching one of them. Comparison is constant-time and
-//! checks every configured token, so timing reveals neither a token nor which one matched.
+//! `Authorization: Bearer <token>` matching one of them exactly (no space around the token is
+//! forgiven). Comparison is constant-time and checks every configured token, so timing
+//! reveals neither a token nor which one matched.
 //!
 //! A session host (`trawl work` serving sessions to API processes) checks the shared worker
 //! token instead and takes the owner from the header the API sets.
@@ -38,8 +39,7 @@ pub(super) async fn require_token(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|value| value.strip_prefix("Bearer "));
     let Some(presented) = presented else {
         return unauthorized("missing bearer token");
     };
@@ -77,7 +77,6 @@ pub(super) async fn require_worker_token(
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
         .unwrap_or("");
     if !bool::from(presented.as_bytes().ct_eq(token.expose().as_bytes())) {
         return unauthorized("invalid worker token");
