@@ -81,6 +81,10 @@ fn main() {
                 &format!("127.0.0.1:{port}"),
             ])
             .env("TRAWL_LOG", "error")
+            // wrk is one client with many connections and requests: lift the per-client limits.
+            .env("TRAWL_API__MAX_CONNECTIONS_PER_CLIENT", "100000")
+            .env("TRAWL_API__RATE_LIMIT_PER_SECOND", "0")
+            .env("TRAWL_API__MAX_REQUESTS_IN_FLIGHT", "0")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -14,7 +14,6 @@
 //! `sessions`, `api`), nor the process signals (`cli` waits for them and calls
 //! [`App::shutdown`]).
 
-use std::future::IntoFuture;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,21 +50,37 @@ pub enum BuildError {
     /// The HTTP client could not be built from `http`, `ssrf` and `proxy`.
     #[error("building the HTTP client: {0}")]
     Client(#[from] trawl_workers::web::client::ClientError),
-    /// The store at `database_url`, or in the data directory, could not be opened.
-    #[error("{what}: {source}")]
+    /// The store at `database_url`, or in the data directory, could not be opened. (The
+    /// cause is part of the message, not a `source`: error chains would print it twice.)
+    #[error("{what}: {error}")]
     Store {
         /// Which store.
         what: String,
         /// Why.
-        source: crate::store::Error,
+        error: crate::store::Error,
     },
     /// The queue at `redis_url`, or in the data directory, could not be opened.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Queue {
         /// Which queue.
         what: &'static str,
         /// Why.
-        source: crate::queue::Error,
+        error: crate::queue::Error,
+    },
+    /// PostgreSQL or Redis did not accept a connection within `connect_timeout_secs`.
+    #[error(
+        "cannot reach {service} at {key} = {url}: {cause}; check that {service} is running and \
+         reachable from here, and that {key} names the right host and port"
+    )]
+    Unreachable {
+        /// `PostgreSQL` or `Redis`.
+        service: &'static str,
+        /// The setting naming it: `database_url` or `redis_url`.
+        key: &'static str,
+        /// Its URL, password and query removed.
+        url: String,
+        /// What happened (refused, no answer within the timeout, …).
+        cause: String,
     },
     /// The crawl politeness shared through `redis_url` could not connect.
     #[error("connecting to redis_url for crawl politeness: {0}")]
@@ -83,17 +98,25 @@ pub enum BuildError {
 /// only read the store open it alone.
 pub async fn open_store(config: &Config) -> Result<crate::store::Store, BuildError> {
     match &config.database_url {
-        Some(url) => crate::store::Store::connect(url.expose())
+        Some(url) => crate::store::Store::connect_within(url.expose(), config.connect_timeout())
             .await
-            .map_err(|source| BuildError::Store {
-                what: "connecting to the store at database_url".to_owned(),
-                source,
+            .map_err(|error| match error {
+                crate::store::Error::Unreachable(cause) => BuildError::Unreachable {
+                    service: "PostgreSQL",
+                    key: "database_url",
+                    url: url.redacted_url(),
+                    cause,
+                },
+                error => BuildError::Store {
+                    what: format!("connecting to the store at {}", url.redacted_url()),
+                    error,
+                },
             }),
         None => crate::store::Store::open(&config.store_path())
             .await
-            .map_err(|source| BuildError::Store {
+            .map_err(|error| BuildError::Store {
                 what: format!("opening the store in {}", config.data_dir.display()),
-                source,
+                error,
             }),
     }
 }
@@ -162,15 +185,24 @@ impl App {
         })?;
         let store = open_store(config).await?;
         let queue = match &config.redis_url {
-            Some(url) => crate::queue::Queue::connect_redis(
+            Some(url) => crate::queue::Queue::connect_redis_within(
                 url.expose(),
                 &config.namespace,
                 config.runner.queue_settings(),
+                config.connect_timeout(),
             )
             .await
-            .map_err(|source| BuildError::Queue {
-                what: "connecting to the queue at redis_url",
-                source,
+            .map_err(|error| match error {
+                crate::queue::Error::Unreachable(cause) => BuildError::Unreachable {
+                    service: "Redis",
+                    key: "redis_url",
+                    url: url.redacted_url(),
+                    cause,
+                },
+                error => BuildError::Queue {
+                    what: "connecting to the queue at redis_url",
+                    error,
+                },
             })?,
             None => crate::queue::Queue::open(
                 &config.queue_path(),
@@ -178,9 +210,9 @@ impl App {
                 config.runner.queue_settings(),
             )
             .await
-            .map_err(|source| BuildError::Queue {
+            .map_err(|error| BuildError::Queue {
                 what: "opening the queue",
-                source,
+                error,
             })?,
         };
         let mut crawls = crate::crawl_policy::Crawls::new(&config.politeness);
@@ -304,7 +336,8 @@ impl App {
         self.sessions = Some(LocalSessions { sessions, sweeper });
     }
 
-    /// Serves `router` on `listener` until the shutdown; `name` names it in messages.
+    /// Serves `router` on `listener` until the shutdown, within the connection limits of
+    /// `[api]` (`api::server`); `name` names it in messages.
     pub fn serve(
         &mut self,
         name: &'static str,
@@ -312,9 +345,8 @@ impl App {
         router: axum::Router,
     ) {
         let stop = self.shutdown.waiter();
-        let server = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .into_future();
+        let limits = crate::api::server::Limits::of(&self.config.api);
+        let server = crate::api::server::serve(listener, router, limits, stop);
         self.servers.push((name, tokio::spawn(server)));
     }
 

@@ -63,6 +63,9 @@ pub struct Config {
     /// running jobs, the archive pool's commit, open connections — before leaving what is
     /// left to the queue's recovery.
     pub shutdown_timeout_secs: u64,
+    /// Seconds to wait for PostgreSQL (`database_url`) and Redis (`redis_url`) to accept a
+    /// first connection at start; a server down or silent fails the command after this.
+    pub connect_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -84,6 +87,7 @@ impl Default for Config {
             browse: trawl_workers::browse::Config::default(),
             sessions: crate::sessions::Config::default(),
             shutdown_timeout_secs: 30,
+            connect_timeout_secs: 5,
         }
     }
 }
@@ -166,6 +170,12 @@ impl Config {
         self.browse.validate().map_err(Error::Invalid)?;
         self.sessions.validate().map_err(Error::Sessions)?;
         self.ssrf.validate().map_err(Error::Ssrf)?;
+        if self.connect_timeout_secs == 0 || self.connect_timeout_secs > 300 {
+            return Err(Error::Invalid(format!(
+                "connect_timeout_secs = {} must be between 1 and 300",
+                self.connect_timeout_secs
+            )));
+        }
         if self.namespace.is_empty()
             || !self
                 .namespace
@@ -188,6 +198,11 @@ impl Config {
     /// How long a stopping process waits for each part.
     pub fn shutdown_grace(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.shutdown_timeout_secs)
+    }
+
+    /// How long to wait for PostgreSQL and Redis at start.
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.connect_timeout_secs)
     }
 
     /// The queue's SQLite file.

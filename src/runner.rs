@@ -138,7 +138,18 @@ where
             }
         }
     });
-    // Tasks already due are made fetchable before the first worker fetches.
+    // Tasks already due are made fetchable before the first worker fetches, and so are the
+    // tasks of workers that died (a killed process): apalis would take them back only at
+    // a live worker's heartbeat, which a short `trawl run` may end before.
+    match queue.recover_orphans(lane).await {
+        Ok(0) => {}
+        Ok(recovered) => tracing::info!(
+            lane = lane.as_str(),
+            recovered,
+            "took back the jobs of workers that stopped"
+        ),
+        Err(error) => tracing::warn!(error = %error, "recovering orphaned queue tasks failed"),
+    }
     if let Err(error) = queue.promote_due().await {
         tracing::warn!(error = %error, "promoting due queue tasks failed");
     }

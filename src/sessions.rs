@@ -77,8 +77,9 @@ pub enum ConfigError {
     /// `max_batch` is 0.
     #[error("sessions.max_batch must be at least 1")]
     MaxBatch,
-    /// `worker_token` is too short to be a secret.
-    #[error("sessions.worker_token must be at least 16 characters")]
+    /// `worker_token` is too short to be a secret, or holds whitespace (it is compared
+    /// exactly).
+    #[error("sessions.worker_token must be at least 16 characters, without whitespace")]
     ShortWorkerToken,
     /// `listen` is not a socket address.
     #[error("sessions.listen = {0:?} is not an address like 0.0.0.0:8788")]
@@ -124,7 +125,7 @@ impl Config {
             return Err(ConfigError::MaxBatch);
         }
         if let Some(token) = &self.worker_token
-            && token.expose().len() < 16
+            && (token.expose().len() < 16 || token.expose().chars().any(char::is_whitespace))
         {
             return Err(ConfigError::ShortWorkerToken);
         }

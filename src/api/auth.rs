@@ -1,8 +1,9 @@
 //! Bearer-token authentication: when `api.tokens` (or `api.admin_token`) is set, every
-//! protected route needs `Authorization: Bearer <token>` matching one of them. Comparison is
-//! constant-time and checks every configured token, so timing reveals neither a token nor
-//! which one matched. The matching token gives the request its tenant scope
-//! (`tenant::Scope`), which handlers take with the [`Caller`] extractor.
+//! protected route needs `Authorization: Bearer <token>` matching one of them exactly (no
+//! space around the token is forgiven). Comparison is constant-time and checks every
+//! configured token, so timing reveals neither a token nor which one matched. The matching
+//! token gives the request its tenant scope (`tenant::Scope`), which handlers take with the
+//! [`Caller`] extractor.
 //!
 //! A session host (`trawl work` serving sessions to API processes) checks the shared worker
 //! token instead and takes the owner from the header the API sets.
@@ -27,6 +28,11 @@ use super::error::{ApiError, ApiErrorCode};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Owner(pub(super) String);
 
+/// Which token a request presented, by its fingerprint (`sessions::owner_of`), or `None` for
+/// the admin token: what the rate limits count per client (the admin is not limited).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TokenId(pub(super) Option<String>);
+
 /// Lets a request through when no tokens are configured or its bearer token matches one, and
 /// records what it may see ([`Scope`], taken by handlers as [`Caller`]) and who it is
 /// ([`Owner`]).
@@ -48,8 +54,7 @@ pub(super) async fn require_token(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|value| value.strip_prefix("Bearer "));
     let Some(presented) = presented else {
         return unauthorized("missing bearer token");
     };
@@ -62,7 +67,10 @@ pub(super) async fn require_token(
         which.conditional_assign(&(index as u32), equal);
     }
     if bool::from(matched) {
-        let scope = scopes[which as usize].1.clone();
+        let (token, scope) = &scopes[which as usize];
+        let scope = scope.clone();
+        let token_id = (!scope.all).then(|| crate::sessions::owner_of(Some(token.expose())));
+        request.extensions_mut().insert(TokenId(token_id));
         let owner = if scope.all {
             crate::sessions::ANY_OWNER
         } else {
@@ -115,7 +123,6 @@ pub(super) async fn require_worker_token(
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
         .unwrap_or("");
     if !bool::from(presented.as_bytes().ct_eq(token.expose().as_bytes())) {
         return unauthorized("invalid worker token");

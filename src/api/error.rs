@@ -49,6 +49,14 @@ pub enum ApiErrorCode {
     ArchiveUnavailable,
     /// `sessions_unavailable`.
     SessionsUnavailable,
+    /// `misdirected_request`.
+    MisdirectedRequest,
+    /// `forbidden_origin`.
+    ForbiddenOrigin,
+    /// `rate_limited`.
+    RateLimited,
+    /// `idempotency_conflict`.
+    IdempotencyConflict,
     /// A job error code: a job failed, or the API met that failure itself (`internal`,
     /// `cancelled`, `browser_busy`, `browser_failed`).
     Job(ErrorCode),
@@ -60,7 +68,7 @@ const JOB_FAILED: StatusCode = StatusCode::UNPROCESSABLE_ENTITY;
 
 impl ApiErrorCode {
     /// The API's own codes, in the order the README lists them.
-    pub const OWN: [ApiErrorCode; 14] = [
+    pub const OWN: [ApiErrorCode; 18] = [
         ApiErrorCode::InvalidJson,
         ApiErrorCode::InvalidRequest,
         ApiErrorCode::BadRequest,
@@ -68,11 +76,15 @@ impl ApiErrorCode {
         ApiErrorCode::InvalidQuery,
         ApiErrorCode::WebhooksDisabled,
         ApiErrorCode::Unauthorized,
+        ApiErrorCode::ForbiddenOrigin,
         ApiErrorCode::NotFound,
         ApiErrorCode::MethodNotAllowed,
         ApiErrorCode::Conflict,
+        ApiErrorCode::IdempotencyConflict,
         ApiErrorCode::PayloadTooLarge,
         ApiErrorCode::UnsupportedMediaType,
+        ApiErrorCode::MisdirectedRequest,
+        ApiErrorCode::RateLimited,
         ApiErrorCode::ArchiveUnavailable,
         ApiErrorCode::SessionsUnavailable,
     ];
@@ -101,6 +113,10 @@ impl ApiErrorCode {
             ApiErrorCode::WebhooksDisabled => "webhooks_disabled",
             ApiErrorCode::ArchiveUnavailable => "archive_unavailable",
             ApiErrorCode::SessionsUnavailable => "sessions_unavailable",
+            ApiErrorCode::MisdirectedRequest => "misdirected_request",
+            ApiErrorCode::ForbiddenOrigin => "forbidden_origin",
+            ApiErrorCode::RateLimited => "rate_limited",
+            ApiErrorCode::IdempotencyConflict => "idempotency_conflict",
             ApiErrorCode::Job(code) => code.as_str(),
         }
     }
@@ -123,6 +139,10 @@ impl ApiErrorCode {
             ApiErrorCode::Conflict => StatusCode::CONFLICT,
             ApiErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiErrorCode::MisdirectedRequest => StatusCode::MISDIRECTED_REQUEST,
+            ApiErrorCode::ForbiddenOrigin => StatusCode::FORBIDDEN,
+            ApiErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ApiErrorCode::IdempotencyConflict => StatusCode::CONFLICT,
             ApiErrorCode::ArchiveUnavailable | ApiErrorCode::SessionsUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -170,6 +190,22 @@ impl ApiErrorCode {
             ApiErrorCode::ArchiveUnavailable => "this server has no archive index to search",
             ApiErrorCode::SessionsUnavailable => {
                 "this server runs no browser and has no session host to route sessions to"
+            }
+            ApiErrorCode::MisdirectedRequest => {
+                "the `Host` header names a host this server does not answer to (see \
+                 `api.allowed_hosts`): a web page may have rebound its name to this server"
+            }
+            ApiErrorCode::ForbiddenOrigin => {
+                "a request that changes something came from a web page whose origin is not an \
+                 allowed host"
+            }
+            ApiErrorCode::RateLimited => {
+                "this token (or address, without tokens) is over `api.rate_limit_per_second` \
+                 or `api.max_requests_in_flight`; `Retry-After` says when to try again"
+            }
+            ApiErrorCode::IdempotencyConflict => {
+                "the `Idempotency-Key` was used in the last 24 h for another request (another \
+                 body), or its first request is still being handled"
             }
             ApiErrorCode::Job(_) => "a job error code (see Error codes)",
         }

@@ -10,11 +10,15 @@ mod auth;
 pub mod crawls;
 pub mod error;
 pub mod fetch;
+mod guard;
 pub mod health;
+mod idempotency;
 pub mod jobs;
+mod limits;
 pub mod openapi;
 pub mod pages;
 pub mod search;
+pub mod server;
 pub mod sessions;
 
 use std::net::SocketAddr;
@@ -58,6 +62,22 @@ pub struct Config {
     /// Most characters of lines one read of a stored page returns (`GET /v1/pages`, `trawl
     /// read`); the answer names the next range.
     pub read_max_chars: usize,
+    /// Host names the API answers to (the `Host` header, and the `Origin` of requests that
+    /// change something); `"*"` allows any. Empty: the bind address and `localhost` names when
+    /// bound to loopback, any name otherwise (tokens are then required).
+    pub allowed_hosts: Vec<String>,
+    /// Longest time a client may take to send a request's head, in seconds; the connection is
+    /// closed after it.
+    pub header_read_timeout_secs: u64,
+    /// Most connections open at once from one client IP address; more are closed at accept.
+    pub max_connections_per_client: usize,
+    /// Requests a second one client (a token, or an IP address without tokens) may make on
+    /// the protected routes, sustained; 0: no limit. Over it: 429 `rate_limited`.
+    pub rate_limit_per_second: u32,
+    /// Requests one client may make at once above the sustained rate.
+    pub rate_limit_burst: u32,
+    /// Requests of one client handled at once on the protected routes; 0: no limit.
+    pub max_requests_in_flight: usize,
 }
 
 impl Default for Config {
@@ -71,6 +91,12 @@ impl Default for Config {
             sync_timeout_secs: 60,
             grep_max_output_chars: 8_000,
             read_max_chars: 8_000,
+            allowed_hosts: Vec::new(),
+            header_read_timeout_secs: 10,
+            max_connections_per_client: 64,
+            rate_limit_per_second: 100,
+            rate_limit_burst: 200,
+            max_requests_in_flight: 64,
         }
     }
 }
@@ -95,11 +121,24 @@ pub enum ConfigError {
     /// The same token is listed twice (its tenant would be ambiguous).
     #[error("api.tokens and api.admin_token must all differ")]
     DuplicateToken,
+    /// A token is blank or holds whitespace: tokens are compared exactly, so it could never
+    /// match what a client sends (or would match a blank header).
+    #[error(
+        "api.tokens and api.admin_token must not be blank or contain spaces, tabs or line breaks"
+    )]
+    BlankToken,
     /// A limit is zero (or the body limit below 1 KiB).
     #[error(
-        "api.max_batch, api.max_body_bytes (>= 1024), api.sync_timeout_secs and api.read_max_chars must be positive"
+        "api.max_batch, api.max_body_bytes (>= 1024), api.sync_timeout_secs, \
+         api.read_max_chars, api.header_read_timeout_secs and api.max_connections_per_client \
+         must be positive"
     )]
     Limits,
+    /// An `allowed_hosts` entry is not a host name.
+    #[error(
+        "api.allowed_hosts: {0:?} is not a host name (no scheme, port or path; \"*\" allows any)"
+    )]
+    AllowedHost(String),
 }
 
 impl Config {
@@ -118,6 +157,12 @@ impl Config {
             .map(|entry| entry.secret().expose())
             .chain(self.admin_token.iter().map(Secret::expose))
             .collect();
+        if secrets
+            .iter()
+            .any(|token| token.trim().is_empty() || token.chars().any(char::is_whitespace))
+        {
+            return Err(ConfigError::BlankToken);
+        }
         if secrets.iter().any(|token| token.len() < 16) {
             return Err(ConfigError::ShortToken);
         }
@@ -138,10 +183,42 @@ impl Config {
             || self.max_body_bytes < 1_024
             || self.sync_timeout_secs == 0
             || self.read_max_chars == 0
+            || self.header_read_timeout_secs == 0
+            || self.max_connections_per_client == 0
         {
             return Err(ConfigError::Limits);
         }
+        if let Some(bad) = self
+            .allowed_hosts
+            .iter()
+            .find(|host| *host != "*" && !guard::is_host_name(host))
+        {
+            return Err(ConfigError::AllowedHost(bad.clone()));
+        }
         Ok(())
+    }
+
+    /// Whether the API answers to `host` (a `Host` header's or an origin's host, without its
+    /// port): one of `allowed_hosts` (`"*"`: any), or when they are empty, the bind address
+    /// and `localhost` names on a loopback bind, any name on another.
+    pub fn allows_host(&self, host: &str) -> bool {
+        let host = guard::normalize_host(host);
+        if !self.allowed_hosts.is_empty() {
+            return self
+                .allowed_hosts
+                .iter()
+                .any(|allowed| allowed == "*" || guard::normalize_host(allowed) == host);
+        }
+        match self.bind.parse::<SocketAddr>() {
+            Ok(address) if address.ip().is_loopback() => {
+                let bound = match address.ip() {
+                    std::net::IpAddr::V4(ip) => ip.to_string(),
+                    std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                };
+                host == bound || host == "localhost" || host.ends_with(".localhost")
+            }
+            _ => true,
+        }
     }
 }
 
@@ -236,7 +313,9 @@ pub struct ArchiveSearch {
 }
 
 /// Builds the router: public `/healthz` and `/openapi.json`, everything else behind the
-/// bearer tokens when tokens are configured.
+/// bearer tokens when tokens are configured and within each client's request limits
+/// (`limits`); every route answers only requests naming an
+/// allowed host, and refuses changes asked by a page of another origin (`guard`).
 pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .route("/v1/jobs", post(jobs::submit).get(jobs::list))
@@ -256,6 +335,16 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/previews/{n}", get(sessions::preview))
         .route("/v1/sessions/{id}/replay", get(sessions::replay))
         .route("/metrics", get(health::metrics))
+        // Route layers run last-added first: the token is checked, then its limits, then
+        // its idempotency keys.
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::replay_or_record,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            limits::Limiter::new(&state.config),
+            limits::limit_requests,
+        ))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
@@ -267,6 +356,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::check_host_and_origin,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             count_requests,

@@ -15,6 +15,9 @@ use apalis_sqlite::SqliteStorage;
 use serde::{Deserialize, Serialize};
 use trawl_workers::job::Job;
 
+/// How long [`Queue::connect_redis`] waits for Redis to answer a first connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What travels through the queue: the job id (a ULID, the key of every write), the job, and
 /// where its events go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +97,9 @@ pub enum Error {
     /// Redis said no (or could not be reached).
     #[error("queue: redis: {0}")]
     Redis(#[from] ::redis::RedisError),
+    /// Redis could not be reached: down, refusing, an unknown host, or no answer in time.
+    #[error("queue: Redis cannot be reached: {0}")]
+    Unreachable(String),
     /// Redis may evict keys under memory pressure, which would silently drop queued jobs.
     #[error(
         "queue: redis runs with maxmemory-policy {policy}, which may evict queued jobs; \
@@ -178,8 +184,20 @@ impl Queue {
         namespace: &str,
         settings: Settings,
     ) -> Result<Queue, Error> {
+        Queue::connect_redis_within(url, namespace, settings, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// Like [`Queue::connect_redis`], giving Redis `connect_timeout` to answer a first
+    /// connection: a Redis that is down, refuses or does not answer fails with
+    /// [`Error::Unreachable`] within that time (the connection manager would retry first).
+    pub async fn connect_redis_within(
+        url: &str,
+        namespace: &str,
+        settings: Settings,
+        connect_timeout: Duration,
+    ) -> Result<Queue, Error> {
         let engine = Engine::Redis(Box::new(
-            redis::RedisQueue::connect(url, namespace, settings).await?,
+            redis::RedisQueue::connect(url, namespace, settings, connect_timeout).await?,
         ));
         Ok(Queue { engine })
     }
@@ -224,6 +242,16 @@ impl Queue {
         match &self.engine {
             Engine::Sqlite(_) => Ok(0),
             Engine::Redis(queue) => queue.promote_due().await,
+        }
+    }
+
+    /// Hands the tasks held by the lane's dead workers (silent for `heartbeat ×
+    /// missed_heartbeats`) back to the queue, at once rather than at a live worker's next
+    /// heartbeat. Returns how many. Call when a pool starts.
+    pub async fn recover_orphans(&self, lane: Lane) -> Result<u64, Error> {
+        match &self.engine {
+            Engine::Sqlite(queue) => queue.recover_orphans(lane).await,
+            Engine::Redis(queue) => queue.recover_orphans(lane).await,
         }
     }
 

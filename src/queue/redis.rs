@@ -51,6 +51,28 @@ for _, set in ipairs({KEYS[1], KEYS[2]}) do
 end
 return pruned";
 
+/// Moves the in-flight tasks of every worker last seen at or before `ARGV[1]` (unix seconds)
+/// back to the active list and forgets those workers (their in-flight sets are
+/// `ARGV[2]:{worker}`), in chunks of 1,000 ids for Lua's `unpack`. Returns how many.
+const RECOVER_ORPHANS: &str = r"
+local workers = redis.call('zrangebyscore', KEYS[1], 0, ARGV[1])
+local moved = 0
+for _, worker in ipairs(workers) do
+  local inflight = ARGV[2] .. ':' .. worker
+  local ids = redis.call('smembers', inflight)
+  for first = 1, #ids, 1000 do
+    redis.call('rpush', KEYS[2], unpack(ids, first, math.min(first + 999, #ids)))
+  end
+  moved = moved + #ids
+  redis.call('del', inflight)
+  redis.call('zrem', KEYS[1], worker)
+end
+if moved > 0 then
+  redis.call('del', KEYS[3])
+  redis.call('lpush', KEYS[3], 1)
+end
+return moved";
+
 /// The queue in Redis.
 #[derive(Debug, Clone)]
 pub(super) struct RedisQueue {
@@ -62,12 +84,16 @@ pub(super) struct RedisQueue {
 }
 
 impl RedisQueue {
-    /// Connects, checks the eviction policy and promotes the tasks already due.
+    /// Connects (one first connection tried alone within `connect_timeout`: the connection
+    /// manager retries a refused connection several times before it reports it), checks the
+    /// eviction policy and promotes the tasks already due.
     pub(super) async fn connect(
         url: &str,
         namespace: &str,
         settings: Settings,
+        connect_timeout: Duration,
     ) -> Result<RedisQueue, Error> {
+        probe(url, connect_timeout).await?;
         let mut connection = apalis_redis::connect(url).await?;
         check_eviction_policy(&mut connection).await?;
         let lane_config = |name: String| {
@@ -176,11 +202,52 @@ impl RedisQueue {
         }
     }
 
+    /// Hands the in-flight tasks of a lane's dead workers (not seen for the orphan timeout)
+    /// back to the queue.
+    pub(super) async fn recover_orphans(&self, lane: Lane) -> Result<u64, Error> {
+        let config = match lane {
+            Lane::Fetch => &self.config,
+            Lane::Browse => &self.browse_config,
+        };
+        let expired_before = unix_seconds().saturating_sub(config.orphaned_duration().as_secs());
+        let mut connection = self.connection.clone();
+        Ok(Script::new(RECOVER_ORPHANS)
+            .key(config.workers_set())
+            .key(config.active_jobs_list())
+            .key(config.signal_list())
+            .arg(expired_before)
+            .arg(config.inflight_jobs_set())
+            .invoke_async::<u64>(&mut connection)
+            .await?)
+    }
+
     /// Checks that Redis answers.
     pub(super) async fn ping(&self) -> Result<(), Error> {
         let mut connection = self.connection.clone();
         let _: String = ::redis::cmd("PING").query_async(&mut connection).await?;
         Ok(())
+    }
+}
+
+/// Opens one connection to the Redis at `url` and pings it within `connect_timeout`.
+async fn probe(url: &str, connect_timeout: Duration) -> Result<(), Error> {
+    let client = ::redis::Client::open(url)?;
+    let attempt = async {
+        let mut connection = client.get_multiplexed_async_connection().await?;
+        ::redis::cmd("PING")
+            .query_async::<String>(&mut connection)
+            .await
+    };
+    match tokio::time::timeout(connect_timeout, attempt).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) if error.is_io_error() || error.is_connection_refusal() => {
+            Err(Error::Unreachable(error.to_string()))
+        }
+        Ok(Err(error)) => Err(error.into()),
+        Err(_) => Err(Error::Unreachable(format!(
+            "no answer within {} s",
+            connect_timeout.as_secs_f32()
+        ))),
     }
 }
 

@@ -20,6 +20,9 @@ pub(super) struct SqliteQueue {
     pub(super) storage: SqliteStorage<Envelope>,
     pub(super) browse: SqliteStorage<Envelope>,
     pool: SqlitePool,
+    namespace: String,
+    /// How long a worker may be silent before its tasks are taken back.
+    orphan_timeout: Duration,
 }
 
 impl SqliteQueue {
@@ -69,7 +72,35 @@ impl SqliteQueue {
             storage,
             browse,
             pool,
+            namespace: namespace.to_owned(),
+            orphan_timeout: settings.heartbeat * settings.missed_heartbeats as u32,
         })
+    }
+
+    /// Hands the tasks of a lane's dead workers (silent for the orphan timeout) back to the
+    /// queue. apalis does it only from a live worker's heartbeat, the first one a heartbeat
+    /// interval after the worker starts: a short `trawl run` after a killed one would end
+    /// before it, and leave the dead worker's jobs held for ever.
+    pub(super) async fn recover_orphans(&self, lane: Lane) -> Result<u64, Error> {
+        let queue = match lane {
+            Lane::Fetch => fetch_queue_name(&self.namespace),
+            Lane::Browse => browse_queue_name(&self.namespace),
+        };
+        let recovered = sqlx::query(
+            "UPDATE Jobs
+             SET status = 'Pending', done_at = NULL, lock_by = NULL, lock_at = NULL,
+                 attempts = attempts + 1,
+                 last_result = '{\"Err\": \"re-enqueued: its worker stopped sending heartbeats\"}'
+             WHERE status IN ('Queued', 'Running')
+               AND lock_by IN (
+                 SELECT id FROM Workers
+                 WHERE worker_type = ?1 AND strftime('%s', 'now') - last_seen >= ?2)",
+        )
+        .bind(queue)
+        .bind(self.orphan_timeout.as_secs() as i64)
+        .execute(&self.pool)
+        .await?;
+        Ok(recovered.rows_affected())
     }
 
     /// Pushes envelopes into a lane's queue in one transaction; an envelope whose job is

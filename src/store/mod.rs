@@ -8,13 +8,15 @@
 //! `crawls` and `sessions`, each implemented on both engines; `dialect` names what differs,
 //! and each engine's file has its answers and its few statements of its own. Also shared:
 //! `records` (the values the store takes and returns), `rows` (row decoding), `blob` (blob
-//! packing, the text cache) and `writer` (group commit, attempt batching).
+//! packing, the text cache), `writer` (group commit, attempt batching) and `idempotency` (the
+//! API's idempotency keys and the answers they replay).
 //!
 //! Not here: delivering jobs to workers (`queue`), or deciding what to retry (`runner`).
 
 mod blob;
 mod crawls;
 mod dialect;
+mod idempotency;
 mod jobs;
 mod pages;
 mod postgres;
@@ -26,11 +28,13 @@ mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use trawl_workers::job::{ErrorCode, JobError};
 
 use blob::Texts;
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
+pub use idempotency::IdempotencyClaim;
 use postgres::PgStore;
 pub use records::{
     ArchivePage, Attempt, BatchSummary, Cancel, EndedJob, JobEntry, JobFilter, JobRecord, NewBatch,
@@ -42,6 +46,8 @@ pub(crate) use sqlite::lock_sqlite_migrations;
 use writer::Writer;
 
 use crate::tenant::{Scope, Tenant};
+/// How long [`Store::connect`] waits for PostgreSQL to accept a first connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The store, cheap to clone: a connection pool of one engine, the handles of its batching
 /// writers and the text cache.
@@ -68,12 +74,22 @@ impl Store {
     }
 
     /// Connects to the store at `url` and runs its migrations: `sqlite://PATH` (the file is
-    /// created if needed) or `postgres://…` / `postgresql://…` (the database must exist).
+    /// created if needed) or `postgres://…` / `postgresql://…` (the database must exist),
+    /// waiting up to [`DEFAULT_CONNECT_TIMEOUT`] for PostgreSQL to answer.
     pub async fn connect(url: &str) -> Result<Store, Error> {
+        Store::connect_within(url, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// Like [`Store::connect`], giving PostgreSQL `connect_timeout` to accept a first
+    /// connection: a server that is down, refuses or does not answer fails with
+    /// [`Error::Unreachable`] within that time, instead of after the pool's retries.
+    pub async fn connect_within(url: &str, connect_timeout: Duration) -> Result<Store, Error> {
         let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
         let engine = match scheme {
             "sqlite" => Engine::Sqlite(SqliteStore::connect(url).await?),
-            "postgres" | "postgresql" => Engine::Postgres(PgStore::connect(url).await?),
+            "postgres" | "postgresql" => {
+                Engine::Postgres(PgStore::connect(url, connect_timeout).await?)
+            }
             // The URL itself may hold a password: only its scheme is named.
             _ => return Err(Error::UnsupportedUrl(scheme.to_owned())),
         };
@@ -243,6 +259,18 @@ macro_rules! delegate {
 delegate! {
     /// Checks that the store answers.
     pub async fn ping(&self) -> Result<(), Error>;
+
+    /// Claims idempotency key `key` of `owner` for a request (its hash `request`), after
+    /// deleting the keys created before `expired_before_ms`: new → claimed; the same request →
+    /// its recorded answer, or in progress; another request → conflict.
+    pub async fn claim_idempotency_key(&self, owner: &str, key: &str, request: &str, now_ms: i64, expired_before_ms: i64) -> Result<IdempotencyClaim, Error>;
+
+    /// Records the answer of the request that claimed a key.
+    pub async fn complete_idempotency_key(&self, owner: &str, key: &str, status: u16, body: &str) -> Result<(), Error>;
+
+    /// Gives up a claimed key whose request got no answer worth keeping (a server fault), so
+    /// the request can be sent again.
+    pub async fn release_idempotency_key(&self, owner: &str, key: &str) -> Result<(), Error>;
 
     /// Records a new agent session of `owner` (a tenant), living on `host` (a
     /// session host's url; `None`: the process that opened it).
@@ -421,6 +449,9 @@ pub enum Error {
     /// The lock file that serialises SQLite migrations between processes failed.
     #[error("store: cannot lock the database for its migrations: {0}")]
     Lock(std::io::Error),
+    /// PostgreSQL could not be reached: down, refusing, unknown host, or no answer in time.
+    #[error("store: PostgreSQL cannot be reached: {0}")]
+    Unreachable(String),
     /// The store URL names no engine trawl has.
     #[error("store: unsupported database url scheme {0:?} (expected sqlite:// or postgres://)")]
     UnsupportedUrl(String),

@@ -20,8 +20,8 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Postgres};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
+use sqlx::{Connection as _, PgPool, Postgres};
 
 use super::Error;
 use super::dialect::{Dialect, Tx};
@@ -40,9 +40,28 @@ pub(super) struct PgStore {
 }
 
 impl PgStore {
-    /// Connects to the database at a `postgres://` URL and runs the migrations.
-    pub(super) async fn connect(url: &str) -> Result<PgStore, Error> {
+    /// Connects to the database at a `postgres://` URL and runs the migrations. One first
+    /// connection is tried alone within `connect_timeout`: the pool would retry a refused
+    /// connection until its acquire timeout (30 s, long enough for busy moments later) and
+    /// then report only that it timed out.
+    pub(super) async fn connect(url: &str, connect_timeout: Duration) -> Result<PgStore, Error> {
         let options = PgConnectOptions::from_str(url)?;
+        match tokio::time::timeout(connect_timeout, PgConnection::connect_with(&options)).await {
+            Ok(Ok(connection)) => {
+                // Closing politely is not worth waiting for.
+                drop(connection);
+            }
+            Ok(Err(error)) if is_unreachable(&error) => {
+                return Err(Error::Unreachable(error.to_string()));
+            }
+            Ok(Err(error)) => return Err(error.into()),
+            Err(_) => {
+                return Err(Error::Unreachable(format!(
+                    "no answer within {} s",
+                    connect_timeout.as_secs_f32()
+                )));
+            }
+        }
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(30))
@@ -190,4 +209,10 @@ impl Dialect for PgStore {
         insert.push("::text[]) AS keys(url_key) ON CONFLICT DO NOTHING RETURNING url_key");
         insert
     }
+}
+
+/// Whether a failed connection means the server is not there (down, refusing, an unknown
+/// host, TLS failing) rather than refusing us (credentials, a missing database).
+fn is_unreachable(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Io(_) | sqlx::Error::Tls(_))
 }

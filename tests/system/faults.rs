@@ -3,7 +3,8 @@
 //! mid-batch. Every job must end succeeded exactly once, with exactly one page. Also: a
 //! paused worker, SIGTERM mid-batch, a job that kills its worker every time (poison), a
 //! job whose work outlives its timeout, and crawls: a generated site crawled whole by two
-//! workers, and a crawl stopped and resumed.
+//! workers, and a crawl stopped and resumed. And on one machine: a `trawl run` SIGKILLed and
+//! run again, and PostgreSQL or Redis not there at start.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -799,4 +800,223 @@ async fn a_distributed_crawl_stores_exactly_the_sites_unique_documents() {
             "dead link {dead}"
         );
     }
+}
+
+/// `trawl run` on `data_dir` with an orphan timeout of one missed heartbeat of 10 s (longer
+/// than a run here takes, so only a recovery at start can take a dead run's jobs back), 4
+/// fetches at once, writing `out`.
+fn run_command(
+    data_dir: &std::path::Path,
+    out: &std::path::Path,
+    urls: &[String],
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::from(crate::trawl_command(data_dir));
+    command
+        .args([
+            "run",
+            "--allow-private-network",
+            "--quiet",
+            "-c",
+            "4",
+            "--out",
+        ])
+        .arg(out)
+        .args(urls)
+        .env("TRAWL_RUNNER__HEARTBEAT_SECS", "10")
+        .env("TRAWL_RUNNER__MISSED_HEARTBEATS", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+async fn count_all(store: &Store, status: Status) -> u64 {
+    store
+        .count_by_status(None)
+        .await
+        .expect("counts")
+        .into_iter()
+        .find(|(s, _)| *s == status)
+        .map_or(0, |(_, n)| n)
+}
+
+/// A `trawl run` killed (SIGKILL) while it holds jobs, then run again on the same URLs once
+/// its worker is past the orphan timeout: the new run takes the dead run's jobs back as it
+/// starts (apalis would only at its first heartbeat, which this short run ends before), so no
+/// job stays `running`; and the new run reports every URL exactly once, succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_run_run_again_finishes_every_url_once_and_leaves_no_job_held() {
+    let site = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let urls: Vec<String> = (1..=8)
+        .map(|n| site.url(&format!("/slow/article/{n}?ms=1500")))
+        .collect();
+    let mut first = run_command(dir.path(), &dir.path().join("first"), &urls)
+        .spawn()
+        .expect("trawl run starts");
+    // Kill it once it has finished some jobs and holds others.
+    let store_path = dir.path().join("trawl.sqlite");
+    let mut held = 0;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !store_path.exists() {
+            continue;
+        }
+        let store = Store::open(&store_path).await.expect("store opens");
+        let (done, running) = (
+            count_all(&store, Status::Succeeded).await,
+            count_all(&store, Status::Running).await,
+        );
+        store.close().await;
+        if done >= 1 && running >= 1 {
+            held = running;
+            break;
+        }
+    }
+    assert!(held >= 1, "the first run never held a running job");
+    first.start_kill().expect("SIGKILL sent");
+    first.wait().await.expect("killed");
+    // Past the orphan timeout (10 s) of the dead run's worker.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+
+    let out = dir.path().join("second");
+    let second = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_command(dir.path(), &out, &urls).output(),
+    )
+    .await
+    .expect("the second run ends")
+    .expect("trawl runs");
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("pages.jsonl"))
+        .expect("pages.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json"))
+        .collect();
+    let mut reported: Vec<&str> = lines
+        .iter()
+        .map(|line| line["url"].as_str().expect("a url"))
+        .collect();
+    reported.sort_unstable();
+    let mut expected: Vec<&str> = urls.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(reported, expected, "each URL reported once");
+    assert!(
+        lines.iter().all(|line| line.get("error").is_none()),
+        "{lines:?}"
+    );
+
+    let store = Store::open(&store_path).await.expect("store opens");
+    assert_eq!(
+        count_all(&store, Status::Running).await,
+        0,
+        "a job is still held"
+    );
+    assert_eq!(
+        count_all(&store, Status::Queued).await,
+        0,
+        "a job is still queued"
+    );
+    assert_eq!(
+        count_all(&store, Status::Succeeded).await,
+        2 * urls.len() as u64,
+        "every job of both runs succeeded"
+    );
+}
+
+/// The first line of stderr, and how many lines there were.
+fn one_message(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "one message expected:\n{stderr}");
+    stderr
+}
+
+/// PostgreSQL not there (a closed port) or not answering (a port that accepts and says
+/// nothing): the command fails within a few seconds, with one message naming the redacted
+/// URL and what to check.
+#[tokio::test]
+async fn a_dead_postgresql_fails_fast_with_one_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        listener.local_addr().expect("address").port()
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let silent_port = silent.local_addr().expect("address").port();
+    for (port, timeout, limit) in [(closed, "5", 4), (silent_port, "2", 5)] {
+        let url = format!("postgres://trawl:s3cret@127.0.0.1:{port}/trawl");
+        let started = std::time::Instant::now();
+        let output = tokio::process::Command::from(crate::trawl_command(dir.path()))
+            .args(["run", "http://a.test/"])
+            .env("TRAWL_DATABASE_URL", &url)
+            .env("TRAWL_CONNECT_TIMEOUT_SECS", timeout)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("trawl runs");
+        let elapsed = started.elapsed();
+        let message = one_message(&output);
+        assert_eq!(output.status.code(), Some(2), "{message}");
+        assert!(
+            elapsed < Duration::from_secs(limit),
+            "failed after {elapsed:?}: {message}"
+        );
+        assert!(
+            message.contains(&format!(
+                "cannot reach PostgreSQL at database_url = postgres://trawl:***@127.0.0.1:{port}/trawl"
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("check that PostgreSQL is running"),
+            "{message}"
+        );
+        assert!(!message.contains("s3cret"), "{message}");
+    }
+    drop(silent);
+}
+
+/// Redis not there: the command fails within a few seconds with one message, the refusal
+/// said once.
+#[tokio::test]
+async fn a_dead_redis_fails_fast_with_one_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        listener.local_addr().expect("address").port()
+    };
+    let started = std::time::Instant::now();
+    let output = tokio::process::Command::from(crate::trawl_command(dir.path()))
+        .args(["run", "http://a.test/"])
+        .env(
+            "TRAWL_REDIS_URL",
+            format!("redis://:s3cret@127.0.0.1:{port}/"),
+        )
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("trawl runs");
+    let elapsed = started.elapsed();
+    let message = one_message(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(
+        elapsed < Duration::from_secs(4),
+        "failed after {elapsed:?}: {message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "cannot reach Redis at redis_url = redis://:***@127.0.0.1:{port}/"
+        )),
+        "{message}"
+    );
+    assert_eq!(message.matches("refused").count(), 1, "{message}");
+    assert!(!message.contains("s3cret"), "{message}");
 }

@@ -3,6 +3,7 @@
 //! One binary, one module per area: `cargo test --test system pipeline::` runs one area.
 
 mod api;
+mod api_guard;
 mod archive;
 mod browser;
 mod cli;

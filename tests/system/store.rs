@@ -1,7 +1,7 @@
 //! The store on its own, on both engines (SQLite and PostgreSQL, see `engines`):
 //! all-or-nothing batches, first end wins, group commit, status counts, crawls, archiving.
 
-use trawl::store::{CrawlCounters, Fate, Found, NewJob, Outcome, Status};
+use trawl::store::{CrawlCounters, Fate, Found, IdempotencyClaim, NewJob, Outcome, Status};
 use trawl_workers::job::{ErrorCode, FetchJob, Job, JobError};
 
 use crate::engines::{TestDb, on_both_engines};
@@ -19,6 +19,7 @@ on_both_engines!(
     jobs_crawls_and_pages_belong_to_their_tenant,
     jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor,
     data_from_before_tenants_is_the_default_tenants,
+    idempotency_keys_replay_their_answer_refuse_other_requests_and_expire,
 );
 
 fn new_job(id: &str, batch: &str) -> NewJob {
@@ -1274,4 +1275,69 @@ async fn data_from_before_tenants_is_the_default_tenants(db: TestDb) {
             .is_some()
     );
     assert_eq!(store.archive_pending().await.expect("counts"), 1);
+}
+
+async fn idempotency_keys_replay_their_answer_refuse_other_requests_and_expire(db: TestDb) {
+    let store = db.open().await;
+    let (now, expired_before) = (1_000_000, 0);
+    let claim =
+        |owner: &'static str, key: &'static str, request: &'static str, now: i64, before: i64| {
+            let store = store.clone();
+            async move {
+                store
+                    .claim_idempotency_key(owner, key, request, now, before)
+                    .await
+                    .expect("claims")
+            }
+        };
+    assert_eq!(
+        claim("a", "k", "h1", now, expired_before).await,
+        IdempotencyClaim::Claimed
+    );
+    assert_eq!(
+        claim("a", "k", "h1", now, expired_before).await,
+        IdempotencyClaim::InProgress
+    );
+    store
+        .complete_idempotency_key("a", "k", 202, r#"{"batch_id": "b1"}"#)
+        .await
+        .expect("completes");
+    assert_eq!(
+        claim("a", "k", "h1", now, expired_before).await,
+        IdempotencyClaim::Replay {
+            status: 202,
+            body: r#"{"batch_id": "b1"}"#.to_owned()
+        }
+    );
+    assert_eq!(
+        claim("a", "k", "h2", now, expired_before).await,
+        IdempotencyClaim::Conflict
+    );
+    // Keys belong to their owner.
+    assert_eq!(
+        claim("b", "k", "h2", now, expired_before).await,
+        IdempotencyClaim::Claimed
+    );
+    // A released key (its request failed) can be claimed again; a completed one is kept.
+    store
+        .release_idempotency_key("b", "k")
+        .await
+        .expect("releases");
+    store
+        .release_idempotency_key("a", "k")
+        .await
+        .expect("releases");
+    assert_eq!(
+        claim("b", "k", "h3", now, expired_before).await,
+        IdempotencyClaim::Claimed
+    );
+    assert_eq!(
+        claim("a", "k", "h2", now, expired_before).await,
+        IdempotencyClaim::Conflict
+    );
+    // Once expired, the key is new again.
+    assert_eq!(
+        claim("a", "k", "h2", now + 10, now + 1).await,
+        IdempotencyClaim::Claimed
+    );
 }
