@@ -16,6 +16,10 @@ pub struct Args {
     /// Last line to print (inclusive) [default: the last line].
     #[arg(long)]
     pub to: Option<u64>,
+    /// Print the range as JSON (url, page_id, fetched_at, from, to, total_lines, lines), the
+    /// object GET /v1/pages answers.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -24,12 +28,16 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));
     };
+    if args.json {
+        super::print_json(&range)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "# {} (page {}, fetched {}) lines {}-{} of {}",
         range.url, range.page_id, range.fetched_at, range.from, range.to, range.total_lines
     );
     for line in &range.lines {
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

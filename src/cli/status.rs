@@ -24,14 +24,14 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         };
         let remote = Remote::new(server, args.server.token.clone())?;
         let job = remote.call("GET", &format!("/v1/jobs/{id}"), None).await?;
-        println!("{}", serde_json::to_string_pretty(&job)?);
+        outln!("{}", serde_json::to_string_pretty(&job)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let store = crate::app::open_store(&config).await?;
     match &args.job_id {
         Some(id) => match store.job(id).await? {
             Some(job) => {
-                println!("{}", serde_json::to_string_pretty(&job)?);
+                outln!("{}", serde_json::to_string_pretty(&job)?)?;
                 Ok(ExitCode::SUCCESS)
             }
             None => {
@@ -42,10 +42,10 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         None => {
             let counts = store.count_by_status(None).await?;
             if counts.is_empty() {
-                println!("no jobs");
+                outln!("no jobs")?;
             }
             for (status, count) in counts {
-                println!("{:<10} {count}", status.as_str());
+                outln!("{:<10} {count}", status.as_str())?;
             }
             Ok(ExitCode::SUCCESS)
         }
