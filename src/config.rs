@@ -131,6 +131,8 @@ pub enum Error {
 
 /// The user's configuration file: `$XDG_CONFIG_HOME/trawl/trawl.toml`, else
 /// `$HOME/.config/trawl/trawl.toml` (whether or not it exists).
+// Where the configuration comes from is read here, with the rest of it.
+#[allow(clippy::disallowed_methods)]
 pub fn user_config_file() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|dir| !dir.is_empty())

@@ -25,20 +25,16 @@ pub fn init() {
     let filter = EnvFilter::try_from_env("TRAWL_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR").as_deref(),
-        ))
-        .with_writer(Stderr)
-        .try_init();
-}
-
-/// Whether log lines are coloured: on a terminal, unless `NO_COLOR` is set to anything but
-/// the empty string (<https://no-color.org>).
-fn colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    terminal && no_color.is_none_or(|value| value.is_empty())
+        .with_writer(Stderr);
+    // On a terminal, tracing-subscriber's default: colour unless NO_COLOR is set to anything
+    // but the empty string (<https://no-color.org>). Elsewhere, never.
+    let _ = if std::io::stderr().is_terminal() {
+        builder.try_init()
+    } else {
+        builder.with_ansi(false).try_init()
+    };
 }
 
 /// Shows log lines above `bar` while it is on screen (`None` once it is cleared).
@@ -80,14 +76,6 @@ impl std::io::Write for Stderr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn colour_only_on_a_terminal_without_no_color() {
-        assert!(colour(true, None));
-        assert!(colour(true, Some(std::ffi::OsStr::new(""))));
-        assert!(!colour(true, Some(std::ffi::OsStr::new("1"))));
-        assert!(!colour(false, None));
-    }
 
     #[test]
     fn the_default_filter_parses() {
