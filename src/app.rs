@@ -47,6 +47,17 @@ pub enum BuildError {
         /// Why.
         source: std::io::Error,
     },
+    /// A command that only reads the store found no data directory (nothing was stored
+    /// there yet).
+    #[error(
+        "no data directory {} here, so nothing is stored yet: `trawl run URL` or `trawl crawl URL` \
+         creates it; or give --data-dir (data_dir in trawl.toml) of an existing one",
+        path.display()
+    )]
+    NoDataDir {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The HTTP client could not be built from `http`, `ssrf` and `proxy`.
     #[error("building the HTTP client: {0}")]
     Client(#[from] trawl_workers::web::client::ClientError),
@@ -95,8 +106,14 @@ pub enum BuildError {
 
 /// Opens the store the configuration names: the database at `database_url` when set, else
 /// the SQLite file in the data directory. [`App::build`] opens it this way; commands that
-/// only read the store open it alone.
+/// only read the store open it alone ([`BuildError::NoDataDir`] when there is no data
+/// directory: they do not create one).
 pub async fn open_store(config: &Config) -> Result<crate::store::Store, BuildError> {
+    if config.database_url.is_none() && !config.data_dir.exists() {
+        return Err(BuildError::NoDataDir {
+            path: config.data_dir.clone(),
+        });
+    }
     match &config.database_url {
         Some(url) => crate::store::Store::connect_within(url.expose(), config.connect_timeout())
             .await

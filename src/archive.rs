@@ -243,6 +243,11 @@ impl std::fmt::Debug for Archiver {
 /// Pages read from the store per step.
 const STEP_PAGES: u32 = 64;
 
+/// The first pause of an idle pool before it looks for pages again.
+const IDLE_PAUSE_MIN: Duration = Duration::from_millis(200);
+/// The longest pause of an idle pool.
+const IDLE_PAUSE_MAX: Duration = Duration::from_secs(1);
+
 impl Archiver {
     /// Opens the index of `data_dir` (creating it) and takes its writer; fails with
     /// [`index::Error::Busy`] when another process archives into it. `request_headers` are
@@ -398,12 +403,16 @@ impl Archiver {
     /// Always ends with a commit, and closes the current WARC file.
     pub async fn run(mut self, stop: Stop, shutdown: Shutdown) -> Result<Stats, Error> {
         let mut stopping = shutdown.is_triggered();
+        // An idle pool looks less and less often, up to once a second (an idle server stays
+        // idle); pages found bring the pause back down.
+        let mut pause = IDLE_PAUSE_MIN;
         loop {
             if stopping && stop == Stop::Now {
                 break;
             }
             let taken = self.step().await?;
             if taken > 0 {
+                pause = IDLE_PAUSE_MIN;
                 continue;
             }
             if stopping {
@@ -411,7 +420,7 @@ impl Archiver {
                 break;
             }
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = tokio::time::sleep(pause) => pause = (pause * 2).min(IDLE_PAUSE_MAX),
                 _ = shutdown.wait() => stopping = true,
             }
         }

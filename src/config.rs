@@ -1,6 +1,8 @@
-//! Configuration: defaults in code < `trawl.toml` < `TRAWL_*` environment variables < flags,
-//! loaded once and checked into typed values before anything starts. Nested keys in the
-//! environment use a double underscore: `TRAWL_HTTP__MAX_BYTES=2000000`.
+//! Configuration: defaults in code < the user's `$XDG_CONFIG_HOME/trawl/trawl.toml` (else
+//! `~/.config/trawl/trawl.toml`) < `./trawl.toml` (or the file `--config` names, which
+//! replaces both files) < `TRAWL_*` environment variables < flags, loaded once and checked
+//! into typed values before anything starts. Nested keys in the environment use a double
+//! underscore: `TRAWL_HTTP__MAX_BYTES=2000000`.
 //!
 //! Not here: the meaning of each key; each lives with the code it configures
 //! (`web::Config`, `web::Policy`, `fetch::Config`, `runner::Config`) and is composed here.
@@ -131,17 +133,39 @@ pub enum Error {
     Ssrf(web::ssrf::PolicyError),
 }
 
+/// The user's configuration file: `$XDG_CONFIG_HOME/trawl/trawl.toml`, else
+/// `$HOME/.config/trawl/trawl.toml` (whether or not it exists).
+// Where the configuration comes from is read here, with the rest of it.
+#[allow(clippy::disallowed_methods)]
+pub fn user_config_file() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(base.join("trawl").join(DEFAULT_CONFIG_FILE))
+}
+
 impl Config {
-    /// Loads defaults, then `file` (or `trawl.toml` when present), then the environment.
+    /// Loads defaults, then `file`, or else the user's file ([`user_config_file`]) and
+    /// `./trawl.toml` (each when present), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Config, Error> {
         let mut figment = Figment::from(Serialized::defaults(Config::default()));
         match file {
             Some(path) if !path.exists() => return Err(Error::Missing(path.to_owned())),
             Some(path) => figment = figment.merge(Toml::file_exact(path)),
-            None if Path::new(DEFAULT_CONFIG_FILE).exists() => {
-                figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+            None => {
+                if let Some(user) = user_config_file().filter(|path| path.exists()) {
+                    figment = figment.merge(Toml::file_exact(user));
+                }
+                if Path::new(DEFAULT_CONFIG_FILE).exists() {
+                    figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+                }
             }
-            None => {}
         }
         // DATABASE_URL and REDIS_URL, the names other tools use, below TRAWL_DATABASE_URL and
         // TRAWL_REDIS_URL.

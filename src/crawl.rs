@@ -2,9 +2,9 @@
 //! when they are new to the crawl, in scope, pass the globs and robots.txt, are within
 //! `max_depth` and the page budget (`max_pages`). Counters record what happened to every
 //! URL (a page's end is counted by the store in the transaction that ends it); the crawl
-//! completes when none of its jobs is queued or running (the pools look every 250 ms); a crawl
-//! with a webhook then gets its `completed` event (its pages' events are sent as a batch's
-//! jobs' are, by the runner).
+//! completes when none of its jobs is queued or running (the pools look every 250 ms while
+//! jobs end, every second when idle); a crawl with a webhook then gets its `completed` event
+//! (its pages' events are sent as a batch's jobs' are, by the runner).
 //!
 //! The frontier is durable: follow-ups are jobs in the queue, and every URL the crawl has seen
 //! is in the store (`crawl_urls`), so a crawl survives a restart of its workers. A page's new

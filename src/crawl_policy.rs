@@ -148,7 +148,13 @@ impl Plan {
         })
     }
 
+    /// Whether the crawl takes `url`: a seed always (the globs choose which links to follow,
+    /// not whether the seeds are fetched); any other URL when it is in a seed's scope and
+    /// passes the globs.
     pub(crate) fn in_scope(&self, url: &Url) -> bool {
+        if self.seeds.iter().any(|seed| seed == url) {
+            return true;
+        }
         self.seeds
             .iter()
             .any(|seed| self.spec.scope.contains(seed, url))

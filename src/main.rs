@@ -26,8 +26,11 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(cli::dispatch(cli)) {
         Ok(code) => code,
+        // The reader of our standard output went away (`| head`): end quietly, as Unix
+        // tools do.
+        Err(error) if cli::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("trawl: {error:#}");
+            eprintln!("trawl: {}", cli::error_line(&error));
             ExitCode::from(2)
         }
     }

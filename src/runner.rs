@@ -27,6 +27,8 @@ use crate::store::{self, Attempt, NewPage, Outcome, PageRecord, Status};
 use crate::tenant::Tenant;
 use crate::webhooks::{Event, EventType};
 
+mod idle;
+
 /// Why a pool stopped other than by its shutdown.
 #[derive(Debug, thiserror::Error)]
 #[error("{lane} pool stopped: {source}")]
@@ -75,24 +77,34 @@ async fn run_lane(
 ) -> Result<(), PoolError> {
     let poll = Duration::from_millis(deps.config.poll_interval_ms);
     let queue = deps.queue.clone();
-    // The same worker on either engine: their storage types differ, hence a macro.
+    let pushed = queue.pushed(lane);
+    let jobs_stop = shutdown.clone();
+    // The same worker on either engine: their storage types differ, hence a macro. An idle
+    // worker looks at the queue when woken by a push or when its pause ends (`idle`); on the
+    // embedded queue only then (`Gated`).
     macro_rules! supervise_on {
-        ($storage:expr) => {{
-            let storage = $storage;
+        ($backend:expr) => {{
             supervise(deps, lane, shutdown, move |name, deps, stop| {
                 WorkerBuilder::new(name)
-                    .backend(storage.clone().poll_with_interval(poll))
+                    .backend($backend)
                     .concurrency(concurrency)
                     .data(deps)
+                    .data(jobs_stop.clone())
                     .build(handle)
                     .run_until(stop)
             })
             .await
         }};
     }
-    match queue.lane_storage(lane) {
-        Storage::Sqlite(storage) => supervise_on!(storage),
-        Storage::Redis(storage) => supervise_on!(storage),
+    let wake = move || idle::WakeOrBackoff::new(pushed.clone(), poll);
+    match (queue.lane_storage(lane), queue.lane_in_use(lane)) {
+        (Storage::Sqlite(storage), Some(in_use)) => {
+            supervise_on!(idle::Gated::new(storage.clone(), wake(), in_use.clone()))
+        }
+        (Storage::Sqlite(storage), None) => {
+            supervise_on!(storage.clone().poll_with_strategy(wake()))
+        }
+        (Storage::Redis(storage), _) => supervise_on!(storage.clone().poll_with_strategy(wake())),
     }
 }
 
@@ -118,6 +130,9 @@ where
     let upkeep_deps = deps.clone();
     // One lane keeps the queue tidy for both, and ends the crawls whose pages have all ended
     // (a page's end does not check its crawl: one write fewer per page).
+    // Every 250 ms while jobs end in this process; when none has for a while, once a second
+    // (an idle server stays idle: `UPKEEP_IDLE`).
+    let mut ended = deps.ended.subscribe();
     let upkeep = tokio::spawn(async move {
         if lane != Lane::Fetch {
             return;
@@ -134,7 +149,14 @@ where
                     Ok(ended) => crate::crawl::announce_completed(&upkeep_deps, &ended).await,
                     Err(error) => tracing::debug!(error = %error, "completing idle crawls failed"),
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+                tokio::time::sleep(UPKEEP_BUSY).await;
+                if !drain_ended(&mut ended) {
+                    // Nothing ended lately: wait for a job to end, or the idle pause.
+                    tokio::select! {
+                        _ = ended.recv() => {}
+                        _ = tokio::time::sleep(UPKEEP_IDLE - UPKEEP_BUSY) => {}
+                    }
+                }
             }
         }
     });
@@ -194,6 +216,22 @@ where
     outcome
 }
 
+/// The pause between upkeep rounds while jobs end in this process.
+const UPKEEP_BUSY: Duration = Duration::from_millis(250);
+/// The pause between upkeep rounds when none has.
+const UPKEEP_IDLE: Duration = Duration::from_secs(1);
+
+/// Empties the ended-jobs receiver; says whether any job ended since the last call.
+fn drain_ended(ended: &mut tokio::sync::broadcast::Receiver<String>) -> bool {
+    let mut any = false;
+    loop {
+        match ended.try_recv() {
+            Ok(_) | Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => any = true,
+            Err(_) => return any,
+        }
+    }
+}
+
 /// Completes when the pool is asked to stop.
 type StopSignal = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Error>> + Send>>;
 
@@ -201,12 +239,22 @@ type StopSignal = std::pin::Pin<Box<dyn Future<Output = Result<(), std::io::Erro
 /// (an apalis worker otherwise polls its jobs inside its own future) and a panic ends that
 /// task, not the pool. A store failure or a panic is returned, so the queue delivers the job
 /// again; every job outcome is recorded by `process` itself.
-async fn handle(envelope: Envelope, deps: Data<Arc<Deps>>) -> Result<(), BoxDynError> {
+async fn handle(
+    envelope: Envelope,
+    deps: Data<Arc<Deps>>,
+    stop: Data<Shutdown>,
+) -> Result<(), BoxDynError> {
     let deps: Arc<Deps> = (*deps).clone();
+    let stop: Shutdown = (*stop).clone();
     let id = envelope.id.clone();
-    let outcome = tokio::spawn(async move { process(&deps, &envelope).await }).await;
+    let outcome = tokio::spawn(async move { process_until(&deps, &envelope, &stop).await }).await;
     match outcome {
-        Ok(Ok(())) => Ok(()),
+        Ok(Ok(Delivery::Done)) => Ok(()),
+        // An error, so the queue keeps the task and delivers it again.
+        Ok(Ok(Delivery::Released)) => {
+            tracing::debug!(job_id = %id, "job handed back to the queue at shutdown");
+            Err("the pool stopped before the job could run; it goes back to the queue".into())
+        }
         Ok(Err(error)) => {
             tracing::error!(job_id = %id, error = %error, "could not record job outcome");
             Err(Box::new(error))
@@ -220,24 +268,75 @@ async fn handle(envelope: Envelope, deps: Data<Arc<Deps>>) -> Result<(), BoxDynE
 
 /// Runs one delivered job to its end (or to the next retry) and records the outcome.
 pub async fn process(deps: &Deps, envelope: &Envelope) -> Result<(), store::Error> {
+    process_until(deps, envelope, &Shutdown::new())
+        .await
+        .map(|_| ())
+}
+
+/// What became of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The job ended, or will be retried by this delivery's queue entry as usual.
+    Done,
+    /// `stop` was triggered while the job waited (for its host's politeness turn, for
+    /// robots.txt, or between attempts): the job is queued again in the store, and the queue
+    /// must deliver it again.
+    Released,
+}
+
+/// Why an attempt did not go on here.
+#[derive(Debug)]
+enum Halt {
+    /// The store failed.
+    Store(store::Error),
+    /// The pool is stopping: the job goes back to the queue. `used`: the attempt ran (and
+    /// failed) and keeps counting.
+    Released { attempt: u32, used: bool },
+}
+
+impl From<store::Error> for Halt {
+    fn from(error: store::Error) -> Halt {
+        Halt::Store(error)
+    }
+}
+
+/// [`process`] for a pool that may stop: a job still waiting when `stop` is triggered is
+/// handed back at once instead of waiting out its turn.
+pub async fn process_until(
+    deps: &Deps,
+    envelope: &Envelope,
+    stop: &Shutdown,
+) -> Result<Delivery, store::Error> {
     // Logs carry the URL's origin only: paths and queries may hold tokens.
     let origin = url::Url::parse(envelope.job.url())
         .map(|url| trawl_workers::web::client::origin_of(&url))
         .unwrap_or_else(|_| "invalid-url".to_owned());
     let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), origin = %origin);
-    process_in_span(deps, envelope).instrument(span).await
+    process_in_span(deps, envelope, stop).instrument(span).await
 }
 
-async fn process_in_span(deps: &Deps, envelope: &Envelope) -> Result<(), store::Error> {
+async fn process_in_span(
+    deps: &Deps,
+    envelope: &Envelope,
+    stop: &Shutdown,
+) -> Result<Delivery, store::Error> {
     let started = Instant::now();
     let attempt = deps.store.begin_attempt(&envelope.id).await?;
     if let Attempt::Run { number: 1, .. } = attempt {
         announce_start(deps, envelope);
     }
-    if let Some(status) = run_attempts(deps, envelope, attempt).await? {
-        announce_end(deps, envelope, status, started).await?;
+    match run_attempts(deps, envelope, attempt, stop).await {
+        Ok(Some(status)) => announce_end(deps, envelope, status, started).await?,
+        Ok(None) => {}
+        Err(Halt::Store(error)) => return Err(error),
+        Err(Halt::Released { attempt, used }) => {
+            deps.store
+                .release_attempt(&envelope.id, attempt, !used)
+                .await?;
+            return Ok(Delivery::Released);
+        }
     }
-    Ok(())
+    Ok(Delivery::Done)
 }
 
 /// Runs attempts until the job ends or another delivery owns it. Returns the status when this
@@ -246,7 +345,8 @@ async fn run_attempts(
     deps: &Deps,
     envelope: &Envelope,
     first: Attempt,
-) -> Result<Option<Status>, store::Error> {
+    stop: &Shutdown,
+) -> Result<Option<Status>, Halt> {
     let mut attempt = first;
     loop {
         let (number, max) = match attempt {
@@ -259,10 +359,13 @@ async fn run_attempts(
                 ErrorCode::WorkerLost,
                 format!("the worker running this job was lost in each of its {max} attempts"),
             );
-            return deps.store.finish(&envelope.id, &Outcome::Dead(error)).await;
+            return Ok(deps
+                .store
+                .finish(&envelope.id, &Outcome::Dead(error))
+                .await?);
         }
         let error = match &envelope.job {
-            Job::Fetch(job) => match run_fetch(deps, envelope, number, job).await? {
+            Job::Fetch(job) => match run_fetch(deps, envelope, number, job, stop).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
@@ -273,23 +376,33 @@ async fn run_attempts(
         };
         if !error.transient {
             tracing::debug!(code = %error.code, "job failed");
-            return deps
+            return Ok(deps
                 .store
                 .finish_attempt(&envelope.id, number, &Outcome::Failed(error))
-                .await;
+                .await?);
         }
         if number >= max {
-            tracing::warn!(code = %error.code, attempts = number, "job dead after its last attempt");
-            return deps
+            // An outcome, not a fault of trawl: the job's record and the run's summary say it.
+            tracing::debug!(code = %error.code, attempts = number, "job dead after its last attempt");
+            return Ok(deps
                 .store
                 .finish_attempt(&envelope.id, number, &Outcome::Dead(error))
-                .await;
+                .await?);
         }
         let retry_after = error.retry_after.map(Duration::from_secs);
         let delay = deps.config.backoff(number, retry_after);
-        tracing::warn!(code = %error.code, attempt = number, delay_ms = delay.as_millis() as u64, "fetch failed, will retry");
+        // Detail: the run's summary counts the retries.
+        tracing::debug!(code = %error.code, attempt = number, delay_ms = delay.as_millis() as u64, "fetch failed, will retry");
         deps.store.record_retry(&envelope.id, &error).await?;
-        tokio::time::sleep(delay).await;
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.wait() => {
+                return Err(Halt::Released {
+                    attempt: number,
+                    used: true,
+                });
+            }
+        }
         attempt = deps.store.begin_attempt(&envelope.id).await?;
     }
 }
@@ -303,7 +416,8 @@ async fn run_fetch(
     envelope: &Envelope,
     attempt: u32,
     job: &FetchJob,
-) -> Result<Result<Option<Status>, JobError>, store::Error> {
+    stop: &Shutdown,
+) -> Result<Result<Option<Status>, JobError>, Halt> {
     let job_id = envelope.id.as_str();
     let (url, options_hash) = match cache_key(&deps.fetch.client, job, &envelope.tenant) {
         Ok(key) => key,
@@ -344,18 +458,29 @@ async fn run_fetch(
             .await?));
     }
     // A crawl page asks robots.txt again (waiting while it cannot be fetched), then waits
-    // for its host's turn.
+    // for its host's turn; a pool that stops meanwhile hands the job back at once.
     let permit = match &crawl {
         Some((plan, _)) => {
-            let crawl_delay = if plan.spec.robots {
-                match deps.crawls.admit(&deps.fetch.client, &url).await {
-                    Ok(delay) => delay,
-                    Err(error) => return Ok(Err(error)),
-                }
-            } else {
-                None
+            let turn = async {
+                let crawl_delay = if plan.spec.robots {
+                    deps.crawls.admit(&deps.fetch.client, &url).await?
+                } else {
+                    None
+                };
+                Ok::<_, JobError>(deps.crawls.wait_turn(&url, crawl_delay).await)
             };
-            Some(deps.crawls.wait_turn(&url, crawl_delay).await)
+            let released = Halt::Released {
+                attempt,
+                used: false,
+            };
+            tokio::select! {
+                biased;
+                _ = stop.wait() => return Err(released),
+                turn = turn => match turn {
+                    Ok(turn) => Some(turn),
+                    Err(error) => return Ok(Err(error)),
+                },
+            }
         }
         None => None,
     };

@@ -66,7 +66,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     let now = crate::shutdown::Shutdown::new();
     now.trigger();
     let stats = archiver.run(Stop::Drain, now).await?;
-    println!("archived: {stats}");
+    outln!("archived: {stats}")?;
     store.close().await;
     Ok(if stats.failed > 0 {
         ExitCode::from(1)

@@ -208,12 +208,12 @@ pub(super) async fn screenshot(
     let bytes = image.bytes().map_err(anyhow::Error::msg)?;
     std::fs::write(&args.output, &bytes)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    println!(
+    outln!(
         "{} ({} bytes) from {}",
         args.output.display(),
         bytes.len(),
         result.final_url
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use trawl_workers::crawl::Scope;
 use trawl_workers::job::{CrawlSpec, Format};
 
@@ -25,11 +25,14 @@ pub struct Args {
     /// URLs under the seed's path.
     #[arg(long, value_enum, default_value = "host")]
     pub scope: ScopeArg,
-    /// Only URLs whose path (and query) matches this glob (`*` within a segment, `**` across;
-    /// repeatable).
+    /// Only follow links whose path (and query, starting with `/`) matches this glob: `*`
+    /// matches within one path segment (it stops at `/`, so '*.html' matches no link and
+    /// '/docs/*' misses /docs/a/b), `**` across segments ('/docs/**', '**/*.html');
+    /// repeatable. The seeds are always fetched.
     #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
-    /// Never URLs whose path (and query) matches this glob (repeatable; wins over --include).
+    /// Never follow links whose path (and query) matches this glob (same syntax; repeatable;
+    /// wins over --include). The seeds are always fetched.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// Links followed from a seed at most (0: the seeds only).
@@ -84,6 +87,10 @@ pub struct Args {
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Print the summary as JSON (the crawl's record with its counters, elapsed time,
+    /// whether it was interrupted) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--scope`.
@@ -161,17 +168,19 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Ok(id) => id,
         Err(crate::crawl::StartError::Invalid(message)) => {
             eprintln!("trawl: {message}");
+            if message.contains("blocked destination") {
+                eprintln!("{}", super::BLOCKED_HINT);
+            }
             super::shut_down(app, config.shutdown_grace()).await;
             return Ok(ExitCode::from(2));
         }
         Err(error) => return Err(error.into()),
     };
     let progress = CrawlProgress::new(args.quiet, &id);
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let interrupt = super::interrupts();
     let mut interrupted = false;
     let mut last_seq = 0_i64;
-    let record = loop {
+    loop {
         let record = store
             .crawl(&id)
             .await?
@@ -191,27 +200,55 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             }
         }
         if record.status != CrawlStatus::Running {
-            break record;
+            break;
+        }
+        if interrupt.is_triggered() {
+            interrupted = true;
+            break;
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-            _ = &mut ctrl_c => {
-                interrupted = true;
-                break record;
-            }
+            _ = interrupt.wait() => {}
         }
-    };
+    }
     progress.finish();
+    if interrupted {
+        eprintln!("{}", super::STOPPING);
+    }
     let archiving = args.archive && !args.no_pools;
     let grace = config.shutdown_grace();
     let archived = super::stop_pools(&mut app, grace, archiving, args.quiet).await?;
-    print_summary(&record, started.elapsed(), interrupted, args.no_pools);
+    // Read once the pools have stopped: pages that ended while they stopped count too.
+    let record = store
+        .crawl(&id)
+        .await?
+        .context("the crawl's record disappeared")?;
     if let Some(output) = output.as_mut() {
+        loop {
+            let ended = store.crawl_ended_since(&id, last_seq, 1_000).await?;
+            for job in &ended {
+                last_seq = job.done_seq;
+                output.write(&store, job).await?;
+            }
+            if ended.len() < 1_000 {
+                break;
+            }
+        }
         output.flush()?;
-        output.print_summary();
     }
-    if let Some(stats) = archived {
-        println!("archived: {stats}");
+    let summary = Summary {
+        interrupted,
+        elapsed_secs: started.elapsed().as_secs_f64().max(0.001),
+        crawl: record,
+        archived,
+    };
+    if args.json {
+        super::print_json(&summary)?;
+    } else {
+        summary.print(args.no_pools)?;
+        if let Some(output) = output.as_ref() {
+            output.print_summary()?;
+        }
     }
     super::shut_down(app, config.shutdown_grace()).await;
     Ok(if interrupted {
@@ -221,39 +258,73 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     })
 }
 
-fn print_summary(record: &CrawlRecord, elapsed: Duration, interrupted: bool, no_pools: bool) {
-    let c = &record.counters;
-    let seconds = elapsed.as_secs_f64().max(0.001);
-    println!(
-        "{} crawl {}: {} pages fetched, {} from cache, {} failed in {seconds:.1} s ({:.1} pages/s)",
-        if interrupted { "interrupted:" } else { "done:" },
-        record.id,
-        c.fetched,
-        c.cached,
-        c.failed,
-        c.fetched as f64 / seconds
-    );
-    println!(
-        "urls: {} discovered, {} queued; skipped: {} out of scope, {} by robots.txt, {} too deep, {} over max_pages, {} duplicates",
-        c.discovered,
-        c.queued,
-        c.skipped_scope,
-        c.skipped_robots,
-        c.skipped_depth,
-        c.skipped_limit,
-        c.skipped_duplicate
-    );
-    if interrupted && no_pools {
-        println!("the crawl goes on in the workers; follow it with `trawl status`");
-    } else if interrupted {
-        println!(
-            "the crawl's remaining pages stay queued: `trawl serve` or `trawl work` on this queue goes on with them"
-        );
+/// What `trawl crawl` prints at the end: the crawl's record as the store has it once the
+/// pools stopped.
+#[derive(Debug, serde::Serialize)]
+struct Summary {
+    /// Whether Ctrl-C stopped the crawl (its remaining pages stay queued).
+    interrupted: bool,
+    elapsed_secs: f64,
+    /// The crawl: id, spec, status and counters.
+    crawl: CrawlRecord,
+    /// With --archive: what the archive pool did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archived: Option<crate::archive::Stats>,
+}
+
+impl Summary {
+    fn print(&self, no_pools: bool) -> anyhow::Result<()> {
+        let record = &self.crawl;
+        let c = &record.counters;
+        let seconds = self.elapsed_secs;
+        outln!(
+            "{} crawl {}: {} pages fetched, {} from cache, {} failed in {seconds:.1} s ({:.1} pages/s)",
+            if self.interrupted {
+                "interrupted:"
+            } else {
+                "done:"
+            },
+            record.id,
+            c.fetched,
+            c.cached,
+            c.failed,
+            c.fetched as f64 / seconds
+        )?;
+        // The globs filter links into the same counter as the scope: say so when given.
+        let scope = if record.spec.include.is_empty() && record.spec.exclude.is_empty() {
+            "out of scope"
+        } else {
+            "out of scope or skipped by --include/--exclude"
+        };
+        outln!(
+            "urls: {} discovered, {} queued; skipped: {} {scope}, {} by robots.txt, {} too deep, {} over max_pages, {} duplicates",
+            c.discovered,
+            c.queued,
+            c.skipped_scope,
+            c.skipped_robots,
+            c.skipped_depth,
+            c.skipped_limit,
+            c.skipped_duplicate
+        )?;
+        if self.interrupted && no_pools {
+            outln!("the crawl goes on in the workers; follow it with `trawl status`")?;
+        } else if self.interrupted {
+            outln!(
+                "the crawl's remaining pages stay queued: `trawl serve` or `trawl work` on this queue goes on with them"
+            )?;
+        }
+        outln!(
+            "trawl: crawl {}; see `trawl status {}`, `trawl pages --crawl {}`, `trawl read URL`, `trawl export --warc FILE --crawl {}`",
+            record.id,
+            record.id,
+            record.id,
+            record.id
+        )?;
+        if let Some(stats) = &self.archived {
+            outln!("archived: {stats}")?;
+        }
+        Ok(())
     }
-    println!(
-        "trawl: crawl {}; see `trawl status {}`, `trawl pages --crawl {}`, `trawl read URL`, `trawl export --warc FILE --crawl {}`",
-        record.id, record.id, record.id, record.id
-    );
 }
 
 /// A progress bar on a terminal, plain lines every 5 s otherwise.
@@ -265,17 +336,9 @@ struct CrawlProgress {
 
 impl CrawlProgress {
     fn new(quiet: bool, id: &str) -> CrawlProgress {
-        use std::io::IsTerminal as _;
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} pages {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
+        let bar = super::progress::bar(quiet).inspect(|bar| {
+            bar.set_style(super::progress::crawl_style());
             bar.set_message(format!("crawl {id}"));
-            bar
         });
         CrawlProgress {
             bar,
@@ -315,7 +378,7 @@ impl CrawlProgress {
 
     fn finish(&self) {
         if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+            super::progress::finish(bar);
         }
     }
 }

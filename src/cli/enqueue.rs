@@ -10,7 +10,7 @@ use trawl_workers::job::{FetchJob, Format, Job};
 
 use super::extract::FormatArg;
 use super::remote::{Remote, ServerArgs};
-use super::{UrlArgs, url_line};
+use super::{UrlArgs, UrlList, url_line};
 use crate::app::{App, Needs};
 use crate::config::Config;
 use crate::queue::Envelope;
@@ -31,24 +31,37 @@ pub struct Args {
     /// A webhook for the batch's events (with --server; the server needs webhooks.secret).
     #[arg(long, value_name = "URL")]
     pub webhook: Option<String>,
+    /// Allow private, loopback and link-local destinations in the local queue's check (cloud
+    /// metadata stays blocked) [config: ssrf.allow_private_network]. The process that runs
+    /// the queue fetches under its own policy. Not with --server: the server's policy decides.
+    #[arg(long)]
+    pub allow_private_network: bool,
+    /// Only queue URLs of these exact hosts (repeatable) [config: ssrf.allow_hosts]; not
+    /// with --server.
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Never queue URLs of these hosts; *.example.com also blocks example.com and its
+    /// subdomains (repeatable) [config: ssrf.block_hosts]; not with --server.
+    #[arg(long, value_name = "PATTERN")]
+    pub block_host: Vec<String>,
     /// Where to send the jobs.
     #[command(flatten)]
     pub server: ServerArgs,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
-    args.input.require_some()?;
-    let mut urls = args.input.urls.clone();
-    match args.input.file.as_deref() {
-        Some("-") => urls.extend(read_lines(std::io::stdin().lock())?),
-        Some(path) => {
-            let file = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
+    let (mut urls, list) = args.input.sources()?;
+    match list {
+        UrlList::Stdin => urls.extend(read_lines(std::io::stdin().lock())?),
+        UrlList::File(path) => {
+            let file = std::fs::File::open(&path)
+                .with_context(|| format!("opening {}", path.display()))?;
             urls.extend(read_lines(std::io::BufReader::new(file))?);
         }
-        None => {}
+        UrlList::None => {}
     }
     if urls.is_empty() {
-        anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)");
+        anyhow::bail!("the list holds no URL");
     }
     let format = Format::from(args.format);
     let jobs: Vec<Job> = urls
@@ -62,11 +75,35 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         })
         .collect();
     match &args.server.server {
-        Some(server) => enqueue_remote(server, args, jobs).await,
+        Some(server) => {
+            if args.allow_private_network
+                || !args.allow_host.is_empty()
+                || !args.block_host.is_empty()
+            {
+                anyhow::bail!(
+                    "with --server, the server's policy decides which destinations it fetches \
+                     (its ssrf.* settings, or `trawl serve --allow-private-network`); \
+                     --allow-private-network, --allow-host and --block-host apply to the local queue"
+                );
+            }
+            enqueue_remote(server, args, jobs).await
+        }
         None => {
             if args.webhook.is_some() {
                 anyhow::bail!("--webhook needs --server (webhooks are sent by the server)");
             }
+            let mut config = config;
+            if args.allow_private_network {
+                config.ssrf.allow_private_network = true;
+            }
+            config
+                .ssrf
+                .allow_hosts
+                .extend(args.allow_host.iter().cloned());
+            config
+                .ssrf
+                .block_hosts
+                .extend(args.block_host.iter().cloned());
             enqueue_local(config, jobs).await
         }
     }
@@ -81,11 +118,11 @@ async fn enqueue_remote(server: &str, args: &Args, jobs: Vec<Job>) -> anyhow::Re
         }
         let answer = remote.call("POST", "/v1/jobs", Some(body)).await?;
         for job in answer["jobs"].as_array().into_iter().flatten() {
-            println!(
+            outln!(
                 "{}\t{}",
                 job["id"].as_str().unwrap_or_default(),
                 job["url"].as_str().unwrap_or_default()
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -97,8 +134,13 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
     let deps = app.deps().clone();
     // All or nothing, like the API: check every URL before recording any.
     for job in &jobs {
-        fetch::check_url(&deps.fetch.client, job.url())
-            .map_err(|error| anyhow::anyhow!("{}: {}", job.url(), error))?;
+        fetch::check_url(&deps.fetch.client, job.url()).map_err(|error| {
+            if error.code == trawl_workers::job::ErrorCode::BlockedDestination {
+                anyhow::anyhow!("{}: {}\n{}", job.url(), error, super::BLOCKED_HINT)
+            } else {
+                anyhow::anyhow!("{}: {}", job.url(), error)
+            }
+        })?;
     }
     let mut new_jobs = Vec::with_capacity(jobs.len());
     let mut envelopes = Vec::with_capacity(jobs.len());
@@ -108,10 +150,15 @@ async fn enqueue_local(config: Config, jobs: Vec<Job>) -> anyhow::Result<ExitCod
         envelopes.push(Envelope::new(id, job));
     }
     deps.store.create_jobs(&new_jobs).await?;
-    for envelope in &envelopes {
-        println!("{}\t{}", envelope.id, envelope.job.url());
-    }
+    let queued: Vec<(String, String)> = envelopes
+        .iter()
+        .map(|envelope| (envelope.id.clone(), envelope.job.url().to_owned()))
+        .collect();
     deps.queue.push(envelopes).await?;
+    // Printed once queued: a closed standard output cannot leave jobs recorded but unqueued.
+    for (id, url) in &queued {
+        outln!("{id}\t{url}")?;
+    }
     super::shut_down(app, config.shutdown_grace()).await;
     Ok(ExitCode::SUCCESS)
 }

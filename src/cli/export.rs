@@ -79,10 +79,10 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     drop(sink);
     std::fs::rename(&partial, &args.warc)
         .with_context(|| format!("renaming {} to {}", partial.display(), args.warc.display()))?;
-    println!(
+    outln!(
         "wrote {}: {responses} responses, {revisits} revisits",
         args.warc.display()
-    );
+    )?;
     store.close().await;
     Ok(if responses + revisits == 0 {
         eprintln!("trawl: no stored page matched");

@@ -80,9 +80,9 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
             "links": extracted.links,
             "text": extracted.text,
         });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        println!("{}", extracted.text);
+        outln!("{}", extracted.text)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -111,7 +111,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         Some(Ended::Failed(error)) => {
             if args.json {
                 let line = serde_json::json!({ "url": args.url, "job_id": waiter.job_id(), "error": error });
-                println!("{line}");
+                outln!("{line}")?;
             }
             eprintln!("trawl: {}: {}: {}", args.url, error.code, error.message);
             Ok(ExitCode::from(1))
@@ -135,7 +135,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
 /// the text was cut at `max_chars`).
 fn print_result(result: &serde_json::Value, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        println!("{result}");
+        outln!("{result}")?;
         return Ok(ExitCode::SUCCESS);
     }
     let content = &result["content"];

@@ -63,15 +63,15 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         Err(error) => return Err(error.into()),
     };
     if args.json {
-        println!("{}", serde_json::to_string(&found)?);
+        outln!("{}", serde_json::to_string(&found)?)?;
     } else {
         for (n, block) in found.result.blocks.iter().enumerate() {
             if n > 0 {
-                println!("--");
+                outln!("--")?;
             }
             for line in &block.lines {
                 let mark = if line.matched { ':' } else { '-' };
-                println!("{}{mark}{}", line.number, line.text);
+                outln!("{}{mark}{}", line.number, line.text)?;
             }
         }
         if found.result.truncated {

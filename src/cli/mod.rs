@@ -3,6 +3,24 @@
 //!
 //! Not here: any behaviour a test or the API would also need (that lives in the library).
 
+/// `print!` to standard output that returns the write's error instead of panicking: a closed
+/// pipe (`trawl extract page.html | head -1`) ends the command quietly (see `main.rs`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` to standard output that returns the write's error instead of panicking.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod archive;
 mod browse;
 mod config;
@@ -14,6 +32,7 @@ mod fetch;
 mod grep;
 mod out;
 mod pages;
+mod progress;
 mod read;
 mod remote;
 mod run;
@@ -25,19 +44,23 @@ mod work;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 use crate::app::App;
 use crate::config::Config;
 
 /// trawl: a job-queue batch crawler and archiver for AI agents and RAG pipelines.
 ///
-/// Configuration is read from trawl.toml (or --config), then TRAWL_* environment variables
-/// (nested keys with a double underscore, e.g. TRAWL_HTTP__MAX_BYTES), then flags.
+/// Configuration is read from the user's $XDG_CONFIG_HOME/trawl/trawl.toml (else
+/// ~/.config/trawl/trawl.toml), then ./trawl.toml (--config FILE replaces both), then TRAWL_*
+/// environment variables (nested keys with a double underscore, e.g.
+/// TRAWL_HTTP__MAX_BYTES), then flags. Logs go to stderr (TRAWL_LOG=debug for more; colours
+/// only on a terminal, never with NO_COLOR).
 #[derive(Debug, Parser)]
 #[command(name = "trawl", version, about, long_about)]
 pub struct Cli {
-    /// Configuration file [default: ./trawl.toml when present].
+    /// Configuration file, instead of the user's and ./trawl.toml [default: both, when
+    /// present].
     #[arg(long, global = true, env = "TRAWL_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Directory of the store and queue files [config: data_dir, default: .trawl].
@@ -91,43 +114,177 @@ pub enum Command {
     /// --server).
     Status(status::Args),
     /// Search the archive: BM25 over page chunks, with host and date filters.
+    ///
+    /// Exit status, like grep: 0 when there are hits, 1 when there are none (with --json
+    /// too, which then prints []), 2 on an error.
     Search(search::Args),
     /// Archive stored pages into the search index and WARC files.
     Archive(archive::Args),
     /// Export stored responses as a WARC file.
     Export(export::Args),
-    /// Print the configuration in force as TOML (defaults, trawl.toml, TRAWL_* env).
-    Config,
+    /// Print the configuration in force as TOML (defaults, the user's and ./trawl.toml,
+    /// TRAWL_* env).
+    Config(config::Args),
+    /// Print a shell completion script, generated from these --help texts: bash (e.g. into
+    /// /etc/bash_completion.d/trawl), zsh (as _trawl in a directory on $fpath), fish (into
+    /// ~/.config/fish/completions/trawl.fish).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from these --help texts: `trawl man >
+    /// trawl.1 && man ./trawl.1`.
+    Man,
 }
 
 /// URLs given as arguments, in a file, or on standard input (`run` and `enqueue`).
 #[derive(Debug, clap::Args)]
 pub struct UrlArgs {
-    /// URLs (http or https).
+    /// URLs (http or https); - reads a list from standard input, as does a pipe into trawl
+    /// when no URL is given.
     #[arg(value_name = "URL")]
     pub urls: Vec<String>,
-    /// A file with one URL per line (blank lines and lines starting with # are skipped), or -
-    /// for standard input.
+    /// A file with one URL per line (surrounding whitespace is trimmed; blank lines and lines
+    /// starting with # are skipped), or - for standard input.
     #[arg(long, short = 'f', value_name = "FILE|-")]
     pub file: Option<String>,
 }
 
+/// The list of URLs read after those given as arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum UrlList {
+    /// None: the arguments are all.
+    None,
+    /// A file, one URL per line.
+    File(PathBuf),
+    /// Standard input, one URL per line.
+    Stdin,
+}
+
 impl UrlArgs {
-    /// Refuses a command given no URLs at all.
-    fn require_some(&self) -> anyhow::Result<()> {
-        if self.urls.is_empty() && self.file.is_none() {
-            anyhow::bail!("give URLs as arguments or with --file FILE (or --file - for stdin)");
+    /// The URLs given as arguments (`-` left out) and the list to read after them: standard
+    /// input for `-` or `--file -`, or when nothing else is given and standard input is a
+    /// pipe or a file; the `--file` otherwise. Refuses a command given no URLs at all.
+    fn sources(&self) -> anyhow::Result<(Vec<String>, UrlList)> {
+        let dash = self.urls.iter().any(|url| url == "-");
+        let leading: Vec<String> = self
+            .urls
+            .iter()
+            .filter(|url| *url != "-")
+            .cloned()
+            .collect();
+        let list = match (dash, self.file.as_deref()) {
+            (true, Some(file)) if file != "-" => {
+                anyhow::bail!("give the list as - (standard input) or --file FILE, not both")
+            }
+            (true, _) | (false, Some("-")) => UrlList::Stdin,
+            (false, Some(file)) => UrlList::File(PathBuf::from(file)),
+            (false, None) if leading.is_empty() && stdin_is_piped() => UrlList::Stdin,
+            (false, None) => UrlList::None,
+        };
+        if leading.is_empty() && list == UrlList::None {
+            anyhow::bail!(
+                "give URLs as arguments, or a list with --file FILE, - (standard input) or a pipe"
+            );
         }
-        Ok(())
+        Ok((leading, list))
     }
 }
 
-/// The URL on an input line, or `None` for a blank or `#` comment line. Only the line ending
-/// is removed: other surrounding whitespace stays, and the URL check refuses it.
+/// Whether standard input is a pipe or a file (`... | trawl run`, `trawl run < urls.txt`):
+/// not a terminal, nor /dev/null.
+fn stdin_is_piped() -> bool {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        std::fs::metadata("/dev/stdin")
+            .map(|meta| meta.file_type().is_fifo() || meta.is_file())
+            .unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    false
+}
+
+/// The URL on an input line, surrounding whitespace trimmed, or `None` for a blank or `#`
+/// comment line.
 fn url_line(line: &str) -> Option<&str> {
-    let line = line.trim_end_matches(['\r', '\n']);
     let content = line.trim();
-    (!content.is_empty() && !content.starts_with('#')).then_some(line)
+    (!content.is_empty() && !content.starts_with('#')).then_some(content)
+}
+
+/// Ctrl-C during `run` and `crawl`: the first one triggers the returned handle (the command
+/// then stops its pools: no new jobs, jobs waiting for a politeness turn go back to the
+/// queue) and the command says so with [`STOPPING`]; a second one ends the process at once
+/// (exit 130), leaving unfinished jobs queued for the next `trawl serve`, `work` or `run`.
+fn interrupts() -> crate::shutdown::Shutdown {
+    let first = crate::shutdown::Shutdown::new();
+    let trigger = first.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        trigger.trigger();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("trawl: quitting now; unfinished jobs stay queued");
+            std::process::exit(130);
+        }
+    });
+    first
+}
+
+/// What `run` and `crawl` say on the first Ctrl-C.
+const STOPPING: &str = "trawl: stopping… (Ctrl-C again to quit now)";
+
+/// The hint after a summary with `blocked_destination` errors.
+const BLOCKED_HINT: &str = "hint: blocked_destination: private, loopback and link-local \
+     addresses are fetched with --allow-private-network [config: ssrf.allow_private_network]; \
+     --block-host and --allow-host [config: ssrf.block_hosts, ssrf.allow_hosts] refuse hosts \
+     by name; cloud metadata addresses are never fetched";
+
+/// Prints `value` as pretty JSON on standard output (`--json`).
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}
+
+/// Writes to standard output; the error (a closed pipe, above all) goes back to the caller.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_fmt(args)?;
+    stdout.flush()
+}
+
+/// Whether a command failed because its standard output was closed (the reader of a pipe
+/// went away): Unix tools end quietly then, and so does trawl.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// An error and its causes as one line, each cause said once: a message that already
+/// includes its cause's text (`"configuration: {0}"`) is not followed by it again.
+pub fn error_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// `--proxy URL` (repeatable) of `run` and `crawl`: replaces `proxy.urls` when given.
@@ -213,6 +370,53 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search::run(load(&cli)?, args).await,
         Command::Archive(args) => archive::run(load(&cli)?, args).await,
         Command::Export(args) => export::run(load(&cli)?, args).await,
-        Command::Config => config::run(&load(&cli)?),
+        Command::Config(args) => config::run(&load(&cli)?, args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "trawl", &mut script);
+            out!("{}", String::from_utf8_lossy(&script))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            out!("{}", String::from_utf8_lossy(&page))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("configuration: {0}")]
+        struct Wrapping(#[source] std::io::Error);
+        let inner = std::io::Error::other("unknown field `max_bytez` in trawl.toml TOML file");
+        let error = anyhow::Error::new(Wrapping(inner)).context("loading");
+        assert_eq!(
+            error_line(&error),
+            "loading: configuration: unknown field `max_bytez` in trawl.toml TOML file"
+        );
+        let plain = anyhow::anyhow!("outer").context("more");
+        assert_eq!(error_line(&plain), "more: outer");
+    }
+
+    #[test]
+    fn list_lines_are_trimmed() {
+        assert_eq!(url_line("  https://a.test/ \t\r"), Some("https://a.test/"));
+        assert_eq!(url_line("   "), None);
+        assert_eq!(url_line("  # comment"), None);
+    }
+
+    #[test]
+    fn a_closed_pipe_is_recognised_through_context() {
+        let error = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            .context("printing");
+        assert!(is_broken_pipe(&error));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
     }
 }

@@ -141,13 +141,24 @@ impl Output {
     }
 
     /// Prints where the files went.
-    pub(super) fn print_summary(&self) {
-        println!(
+    pub(super) fn print_summary(&self) -> anyhow::Result<()> {
+        outln!(
             "wrote {} and {} page files in {}",
             self.dir.join("pages.jsonl").display(),
             self.files,
             self.dir.join("pages").display()
-        );
+        )?;
+        Ok(())
+    }
+
+    /// The directory written to.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Page files written so far.
+    pub(super) fn files(&self) -> u64 {
+        self.files
     }
 }
 

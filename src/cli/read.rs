@@ -21,6 +21,10 @@ pub struct Args {
     /// [config: api.read_max_chars, default: 8000].
     #[arg(long, value_name = "N")]
     pub max_chars: Option<usize>,
+    /// Print the range as JSON (url, page_id, fetched_at, from, to, total_lines, lines), the
+    /// object GET /v1/pages answers.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -33,12 +37,16 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         eprintln!("trawl: no stored page for {}", args.url);
         return Ok(ExitCode::from(1));
     };
+    if args.json {
+        super::print_json(&range)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "# {} (page {}, fetched {}) lines {}-{} of {}",
         range.url, range.page_id, range.fetched_at, range.from, range.to, range.total_lines
     );
     for line in &range.lines {
-        println!("{line}");
+        outln!("{line}")?;
     }
     if let Some(next) = range.next_from {
         let cut = if range.truncated {

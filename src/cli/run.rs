@@ -4,7 +4,6 @@
 //! progress, and prints a summary. Memory stays bounded whatever the number of URLs: input is
 //! read ahead at most `READ_AHEAD` jobs beyond what has ended.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,13 +11,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use tokio::io::AsyncBufReadExt as _;
-use trawl_workers::job::{FetchJob, Format, Job};
+use trawl_workers::job::{ErrorCode, FetchJob, Format, Job};
 use trawl_workers::{fetch, web};
 
 use super::extract::FormatArg;
-use super::{UrlArgs, url_line};
+use super::{UrlArgs, UrlList, url_line};
 use crate::app::{App, Needs};
 use crate::archive::Stop;
 use crate::config::Config;
@@ -71,7 +70,7 @@ pub struct Args {
     /// subdomains (repeatable) [config: ssrf.block_hosts].
     #[arg(long, value_name = "PATTERN")]
     pub block_host: Vec<String>,
-    /// Archive every page as it is stored: chunks into the search index (data_dir/index-v2)
+    /// Archive every page as it is stored: chunks into the search index (data_dir/index)
     /// and WARC records (data_dir/warc); `trawl search` then answers from it.
     #[arg(long)]
     pub archive: bool,
@@ -82,29 +81,19 @@ pub struct Args {
     /// No progress bar or progress lines.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-}
-
-/// Where input URLs come from.
-enum Input {
-    Args(Vec<String>),
-    File(PathBuf),
-    Stdin,
+    /// Print the summary as JSON (counts by status, errors by code, retries, elapsed time,
+    /// batch id) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with status 1 when any URL failed (failed, dead or cancelled), for scripts and CI.
+    #[arg(long)]
+    pub fail_on_error: bool,
 }
 
 pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     apply_flags(&mut config, args);
     config.validate()?;
-    args.input.require_some()?;
-    let input = match args.input.file.as_deref() {
-        Some("-") => Input::Stdin,
-        Some(file) => Input::File(PathBuf::from(file)),
-        None => Input::Args(args.input.urls.clone()),
-    };
-    let leading_urls = if matches!(input, Input::Args(_)) {
-        Vec::new()
-    } else {
-        args.input.urls.clone()
-    };
+    let (leading_urls, input) = args.input.sources()?;
     let output = match &args.out {
         Some(dir) => Some(super::out::Output::create(dir, Format::from(args.format))?),
         None => None,
@@ -149,8 +138,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let mut output = output;
     let mut last_seq = 0_i64;
     let mut interrupted = false;
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let interrupt = super::interrupts();
     loop {
         let ended = store.ended_since(&batch_id, last_seq, 1_000).await?;
         for job in &ended {
@@ -161,8 +149,8 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             }
             progress.ended(job);
         }
-        progress.set_total(counters.enqueued.load(Ordering::Relaxed));
         let all_read = counters.input_done.load(Ordering::Acquire);
+        progress.set_total(counters.enqueued.load(Ordering::Relaxed), all_read);
         if all_read
             && counters.ended.load(Ordering::Relaxed) >= counters.enqueued.load(Ordering::Relaxed)
         {
@@ -172,19 +160,23 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             // The producer failed; its error is reported below.
             break;
         }
+        if interrupt.is_triggered() {
+            interrupted = true;
+            break;
+        }
         if ended.is_empty() {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                _ = &mut ctrl_c => {
-                    interrupted = true;
-                    break;
-                }
+                _ = interrupt.wait() => {}
             }
         }
     }
     producer.abort();
     let produced = producer.await;
     progress.finish();
+    if interrupted {
+        eprintln!("{}", super::STOPPING);
+    }
     let grace = config.shutdown_grace();
     let archived = super::stop_pools(&mut app, grace, args.archive, args.quiet).await?;
     if let Ok(Err(error)) = produced {
@@ -193,20 +185,25 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     if let Some(output) = output.as_mut() {
         output.flush()?;
     }
-    print_summary(
+    let summary = Summary::read(
         &store,
         &batch_id,
         started.elapsed(),
         output.as_ref(),
         interrupted,
+        archived,
     )
     .await?;
-    if let Some(stats) = archived {
-        println!("archived: {stats}");
+    if args.json {
+        super::print_json(&summary)?;
+    } else {
+        summary.print()?;
     }
     super::shut_down(app, config.shutdown_grace()).await;
     Ok(if interrupted {
         ExitCode::from(130)
+    } else if args.fail_on_error && summary.unsuccessful() > 0 {
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
@@ -252,18 +249,18 @@ struct ProduceDeps {
 
 /// Reads the input as a stream and records and enqueues it chunk by chunk. Every line that is
 /// not a URL trawl may fetch is recorded as a failed job, so every input line is accounted for.
-async fn produce(input: Input, leading: Vec<String>, deps: ProduceDeps) -> anyhow::Result<()> {
+async fn produce(input: UrlList, leading: Vec<String>, deps: ProduceDeps) -> anyhow::Result<()> {
     let mut chunk: Vec<String> = Vec::with_capacity(CHUNK);
     let mut lines: Box<dyn futures_util::Stream<Item = std::io::Result<String>> + Send + Unpin> =
         match input {
-            Input::Args(urls) => Box::new(futures_util::stream::iter(urls.into_iter().map(Ok))),
-            Input::File(path) => {
+            UrlList::None => Box::new(futures_util::stream::empty()),
+            UrlList::File(path) => {
                 let file = tokio::fs::File::open(&path)
                     .await
                     .with_context(|| format!("opening {}", path.display()))?;
                 Box::new(tokio_stream_lines(tokio::io::BufReader::new(file)))
             }
-            Input::Stdin => Box::new(tokio_stream_lines(tokio::io::BufReader::new(
+            UrlList::Stdin => Box::new(tokio_stream_lines(tokio::io::BufReader::new(
                 tokio::io::stdin(),
             ))),
         };
@@ -352,35 +349,35 @@ struct Progress {
     ended: AtomicU64,
     failed: AtomicU64,
     total: AtomicU64,
+    total_known: AtomicBool,
 }
 
 impl Progress {
     fn new(quiet: bool) -> Progress {
-        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{wide_bar}] {pos}/{len} {per_sec} {msg}",
-                )
-                .expect("the template is valid"),
-            );
-            bar
-        });
         Progress {
-            bar,
+            bar: super::progress::bar(quiet),
             quiet,
             started: Instant::now(),
             last_line: std::sync::Mutex::new(Instant::now()),
             ended: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             total: AtomicU64::new(0),
+            total_known: AtomicBool::new(false),
         }
     }
 
-    fn set_total(&self, total: u64) {
+    /// Jobs recorded so far; `known` once the whole input is read (the bar appears then).
+    fn set_total(&self, total: u64, known: bool) {
         self.total.store(total, Ordering::Relaxed);
+        let newly_known = known && !self.total_known.swap(true, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             bar.set_length(total);
+            if newly_known {
+                bar.set_style(super::progress::bar_style());
+            }
+            if !known {
+                bar.tick();
+            }
         }
         self.maybe_print_line();
     }
@@ -409,65 +406,177 @@ impl Progress {
         *last = Instant::now();
         let ended = self.ended.load(Ordering::Relaxed);
         let rate = ended as f64 / self.started.elapsed().as_secs_f64().max(0.001);
-        eprintln!(
-            "trawl: {ended}/{} ended ({rate:.0}/s), {} failed",
-            self.total.load(Ordering::Relaxed),
-            self.failed.load(Ordering::Relaxed)
-        );
+        let total = self.total.load(Ordering::Relaxed);
+        let failed = self.failed.load(Ordering::Relaxed);
+        if self.total_known.load(Ordering::Relaxed) {
+            eprintln!("trawl: {ended}/{total} ended ({rate:.0}/s), {failed} failed");
+        } else {
+            eprintln!("trawl: queued {total}, {ended} ended ({rate:.0}/s), {failed} failed");
+        }
     }
 
     fn finish(&self) {
         if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+            super::progress::finish(bar);
         }
     }
 }
 
-async fn print_summary(
-    store: &Store,
-    batch_id: &str,
-    elapsed: Duration,
-    output: Option<&super::out::Output>,
+/// What `trawl run` prints at the end, counted from the store.
+#[derive(Debug, serde::Serialize)]
+struct Summary {
+    /// The batch the run recorded its jobs under.
+    batch_id: String,
+    /// Whether Ctrl-C stopped the run.
     interrupted: bool,
-) -> anyhow::Result<()> {
-    let counts = store.count_by_status(Some(batch_id)).await?;
-    let count = |status: Status| {
-        counts
-            .iter()
-            .find(|(s, _)| *s == status)
-            .map_or(0, |(_, n)| *n)
-    };
-    let total: u64 = counts.iter().map(|(_, n)| n).sum();
-    let ended = count(Status::Succeeded)
-        + count(Status::Failed)
-        + count(Status::Dead)
-        + count(Status::Cancelled);
-    let seconds = elapsed.as_secs_f64().max(0.001);
-    println!(
-        "{} {ended}/{total} urls in {seconds:.1} s ({:.1} pages/s): {} succeeded, {} failed, {} dead",
-        if interrupted {
-            "interrupted after"
-        } else {
-            "done:"
-        },
-        count(Status::Succeeded) as f64 / seconds,
-        count(Status::Succeeded),
-        count(Status::Failed),
-        count(Status::Dead),
-    );
-    let errors = store.count_errors(batch_id).await?;
-    if !errors.is_empty() {
-        let listed: Vec<String> = errors
-            .iter()
-            .map(|(code, n)| format!("{code} {n}"))
+    /// Input URLs recorded.
+    total: u64,
+    /// Jobs that ended (any status).
+    ended: u64,
+    succeeded: u64,
+    failed: u64,
+    dead: u64,
+    cancelled: u64,
+    /// Jobs left queued or running (after Ctrl-C).
+    pending: u64,
+    /// Failed and dead jobs by error code, most frequent first.
+    errors: Vec<ErrorCount>,
+    /// Attempts beyond the first.
+    retries: u64,
+    elapsed_secs: f64,
+    pages_per_sec: f64,
+    /// With --out: the files written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    out: Option<OutFiles>,
+    /// With --archive: what the archive pool did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    archived: Option<crate::archive::Stats>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct ErrorCount {
+    code: String,
+    count: u64,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct OutFiles {
+    jsonl: PathBuf,
+    pages_dir: PathBuf,
+    page_files: u64,
+}
+
+impl Summary {
+    async fn read(
+        store: &Store,
+        batch_id: &str,
+        elapsed: Duration,
+        output: Option<&super::out::Output>,
+        interrupted: bool,
+        archived: Option<crate::archive::Stats>,
+    ) -> anyhow::Result<Summary> {
+        let counts = store.count_by_status(Some(batch_id)).await?;
+        let count = |status: Status| {
+            counts
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n)
+        };
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        let ended = count(Status::Succeeded)
+            + count(Status::Failed)
+            + count(Status::Dead)
+            + count(Status::Cancelled);
+        let elapsed_secs = elapsed.as_secs_f64().max(0.001);
+        let errors = store
+            .count_errors(batch_id)
+            .await?
+            .into_iter()
+            .map(|(code, count)| ErrorCount { code, count })
             .collect();
-        println!("errors: {}", listed.join(", "));
+        Ok(Summary {
+            batch_id: batch_id.to_owned(),
+            interrupted,
+            total,
+            ended,
+            succeeded: count(Status::Succeeded),
+            failed: count(Status::Failed),
+            dead: count(Status::Dead),
+            cancelled: count(Status::Cancelled),
+            pending: total - ended,
+            errors,
+            retries: store.count_retries(batch_id).await?,
+            elapsed_secs,
+            pages_per_sec: count(Status::Succeeded) as f64 / elapsed_secs,
+            out: output.map(|output| OutFiles {
+                jsonl: output.dir().join("pages.jsonl"),
+                pages_dir: output.dir().join("pages"),
+                page_files: output.files(),
+            }),
+            archived,
+        })
     }
-    if let Some(output) = output {
-        output.print_summary();
+
+    /// URLs that did not succeed: failed, dead or cancelled (`--fail-on-error`).
+    fn unsuccessful(&self) -> u64 {
+        self.failed + self.dead + self.cancelled
     }
-    println!(
-        "batch {batch_id}; stored in the data directory, see `trawl read URL` and `trawl status`"
-    );
-    Ok(())
+
+    fn print(&self) -> anyhow::Result<()> {
+        outln!(
+            "{} {}/{} urls in {:.1} s ({:.1} pages/s): {} succeeded, {} failed, {} dead",
+            if self.interrupted {
+                "interrupted after"
+            } else {
+                "done:"
+            },
+            self.ended,
+            self.total,
+            self.elapsed_secs,
+            self.pages_per_sec,
+            self.succeeded,
+            self.failed,
+            self.dead,
+        )?;
+        if !self.errors.is_empty() {
+            let listed: Vec<String> = self
+                .errors
+                .iter()
+                .map(|error| format!("{} {}", error.code, error.count))
+                .collect();
+            outln!("errors: {}", listed.join(", "))?;
+        }
+        if self.retries > 0 {
+            outln!("retries: {}", self.retries)?;
+        }
+        if self
+            .errors
+            .iter()
+            .any(|error| error.code == ErrorCode::BlockedDestination.as_str())
+        {
+            outln!("{}", super::BLOCKED_HINT)?;
+        }
+        if let Some(out) = &self.out {
+            outln!(
+                "wrote {} and {} page files in {}",
+                out.jsonl.display(),
+                out.page_files,
+                out.pages_dir.display()
+            )?;
+        }
+        if self.interrupted && self.pending > 0 {
+            outln!(
+                "{} jobs stay queued: `trawl serve` or `trawl work` on this data directory goes on with them",
+                self.pending
+            )?;
+        }
+        outln!(
+            "batch {}; stored in the data directory, see `trawl read URL` and `trawl status`",
+            self.batch_id
+        )?;
+        if let Some(stats) = &self.archived {
+            outln!("archived: {stats}")?;
+        }
+        Ok(())
+    }
 }

@@ -27,8 +27,8 @@ pub struct Args {
     #[arg(long, value_name = "DATE")]
     pub as_of: Option<String>,
     /// Hits to return (at most 100).
-    #[arg(short = 'k', long, default_value_t = 10)]
-    pub k: usize,
+    #[arg(short = 'k', long, alias = "k", value_name = "N", default_value_t = 10)]
+    pub limit: usize,
     /// Most hits from one page [config: archive.per_page, default: 2; 0: no limit].
     #[arg(long, value_name = "N")]
     pub per_page: Option<usize>,
@@ -51,7 +51,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         after: instant(&args.after, "after")?,
         before: instant(&args.before, "before")?,
         as_of: instant(&args.as_of, "as-of")?,
-        k: args.k,
+        k: args.limit,
         per_page: args.per_page.unwrap_or(config.archive.per_page),
         // The command line acts as the default tenant.
         tenant: crate::tenant::Scope::default().filter().map(str::to_owned),
@@ -69,30 +69,36 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     })
     .await
     .context("the search task failed")??;
+    // Like grep: 1 when nothing matched, so scripts can test for hits.
+    let found = if hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&hits)?);
-        return Ok(ExitCode::SUCCESS);
+        outln!("{}", serde_json::to_string_pretty(&hits)?)?;
+        return Ok(found);
     }
     if hits.is_empty() {
         eprintln!("trawl: no hits");
-        return Ok(ExitCode::from(1));
+        return Ok(found);
     }
     for (rank, hit) in hits.iter().enumerate() {
-        println!(
+        outln!(
             "{}. {} ({:.2})\n   {}",
             rank + 1,
             hit.title.as_deref().unwrap_or("(untitled)"),
             hit.score,
             hit.url
-        );
+        )?;
         if !hit.headings.is_empty() {
-            println!("   § {}", hit.headings.join(" > "));
+            outln!("   § {}", hit.headings.join(" > "))?;
         }
         let snippet = hit.snippet.replace("<b>", "**").replace("</b>", "**");
-        println!(
+        outln!(
             "   {}\n",
             snippet.split_whitespace().collect::<Vec<_>>().join(" ")
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

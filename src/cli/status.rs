@@ -37,7 +37,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         ] {
             match remote.call("GET", &path, None).await {
                 Ok(record) => {
-                    println!("{}", serde_json::to_string_pretty(&record)?);
+                    outln!("{}", serde_json::to_string_pretty(&record)?)?;
                     return Ok(ExitCode::SUCCESS);
                 }
                 Err(error) if error.to_string().contains(": not_found: ") => {}
@@ -55,41 +55,41 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
                 .iter()
                 .map(|(status, count)| (status.as_str().to_owned(), (*count).into()))
                 .collect();
-            println!("{}", serde_json::Value::Object(counts));
+            outln!("{}", serde_json::Value::Object(counts))?;
             return Ok(ExitCode::SUCCESS);
         }
         if counts.is_empty() {
-            println!("no jobs");
+            outln!("no jobs")?;
         }
         for (status, count) in counts {
-            println!("{:<10} {count}", status.as_str());
+            outln!("{:<10} {count}", status.as_str())?;
         }
         return Ok(ExitCode::SUCCESS);
     };
     if let Some(job) = store.job(id).await? {
-        println!("{}", serde_json::to_string_pretty(&job)?);
+        outln!("{}", serde_json::to_string_pretty(&job)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(crawl) = store.crawl(id).await? {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&crawl)?);
+            outln!("{}", serde_json::to_string_pretty(&crawl)?)?;
         } else {
-            print_crawl(&crawl);
+            print_crawl(&crawl)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(batch) = crate::api::jobs::batch_record(&store, id).await? {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&batch)?);
+            outln!("{}", serde_json::to_string_pretty(&batch)?)?;
         } else {
-            println!(
+            outln!(
                 "batch {}: {} jobs, {}",
                 batch.id,
                 batch.total,
                 if batch.ended { "ended" } else { "running" }
-            );
+            )?;
             for (status, count) in &batch.counts {
-                println!("{status:<10} {count}");
+                outln!("{status:<10} {count}")?;
             }
             if !batch.errors.is_empty() {
                 let listed: Vec<String> = batch
@@ -97,9 +97,9 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
                     .iter()
                     .map(|(code, n)| format!("{code} {n}"))
                     .collect();
-                println!("errors: {}", listed.join(", "));
+                outln!("errors: {}", listed.join(", "))?;
             }
-            println!("its pages: trawl export --warc FILE --batch {id}");
+            outln!("its pages: trawl export --warc FILE --batch {id}")?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -107,13 +107,13 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
     Ok(ExitCode::from(1))
 }
 
-fn print_crawl(crawl: &CrawlRecord) {
+fn print_crawl(crawl: &CrawlRecord) -> anyhow::Result<()> {
     let c = &crawl.counters;
     let status = serde_json::to_value(crawl.status)
         .ok()
         .and_then(|value| value.as_str().map(str::to_owned))
         .unwrap_or_default();
-    println!(
+    outln!(
         "crawl {}: {status}, started {}{}",
         crawl.id,
         crawl.created_at,
@@ -122,14 +122,23 @@ fn print_crawl(crawl: &CrawlRecord) {
             .as_deref()
             .map(|at| format!(", ended {at}"))
             .unwrap_or_default()
-    );
-    println!(
+    )?;
+    outln!(
         "pages: {} fetched, {} from cache, {} failed; urls: {} discovered, {} queued",
-        c.fetched, c.cached, c.failed, c.discovered, c.queued
-    );
-    println!(
+        c.fetched,
+        c.cached,
+        c.failed,
+        c.discovered,
+        c.queued
+    )?;
+    outln!(
         "skipped: {} out of scope, {} by robots.txt, {} too deep, {} over max_pages, {} duplicates",
-        c.skipped_scope, c.skipped_robots, c.skipped_depth, c.skipped_limit, c.skipped_duplicate
-    );
-    println!("its pages: trawl pages --crawl {}", crawl.id);
+        c.skipped_scope,
+        c.skipped_robots,
+        c.skipped_depth,
+        c.skipped_limit,
+        c.skipped_duplicate
+    )?;
+    outln!("its pages: trawl pages --crawl {}", crawl.id)?;
+    Ok(())
 }

@@ -8,6 +8,7 @@ mod redis;
 mod sqlite;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apalis_redis::RedisStorage;
@@ -119,6 +120,8 @@ pub enum Error {
 #[derive(Debug, Clone)]
 pub struct Queue {
     engine: Engine,
+    /// Woken after each push into a lane by this process, so its idle workers look at once.
+    pushed: Arc<[Arc<tokio::sync::Notify>; 2]>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,7 +176,7 @@ impl Queue {
         let engine = Engine::Sqlite(Box::new(
             sqlite::SqliteQueue::open(path, namespace, settings).await?,
         ));
-        Ok(Queue { engine })
+        Ok(Queue::on(engine))
     }
 
     /// Connects to the Redis at `url` for `namespace`. Refuses a Redis whose
@@ -199,7 +202,24 @@ impl Queue {
         let engine = Engine::Redis(Box::new(
             redis::RedisQueue::connect(url, namespace, settings, connect_timeout).await?,
         ));
-        Ok(Queue { engine })
+        Ok(Queue::on(engine))
+    }
+
+    fn on(engine: Engine) -> Queue {
+        Queue {
+            engine,
+            pushed: Arc::new([
+                Arc::new(tokio::sync::Notify::new()),
+                Arc::new(tokio::sync::Notify::new()),
+            ]),
+        }
+    }
+
+    /// Woken each time this process (this `Queue` or a clone) has pushed tasks into `lane`:
+    /// the pools wait on it rather than polling fast (pushes from other processes are seen
+    /// at the next, slower, poll).
+    pub fn pushed(&self, lane: Lane) -> Arc<tokio::sync::Notify> {
+        self.pushed[lane as usize].clone()
     }
 
     /// Pushes envelopes in bulk (one transaction on SQLite, one script call per 1,000 on
@@ -218,6 +238,7 @@ impl Queue {
                 Engine::Sqlite(queue) => queue.push(lane, envelopes).await?,
                 Engine::Redis(queue) => queue.push(lane, envelopes).await?,
             }
+            self.pushed[lane as usize].notify_waiters();
         }
         Ok(())
     }
@@ -275,6 +296,16 @@ impl Queue {
             (Engine::Sqlite(queue), Lane::Browse) => Storage::Sqlite(queue.browse.clone()),
             (Engine::Redis(queue), Lane::Fetch) => Storage::Redis(queue.storage.clone()),
             (Engine::Redis(queue), Lane::Browse) => Storage::Redis(queue.browse.clone()),
+        }
+    }
+
+    /// On the embedded queue, whether a fetch of `lane`'s workers may be under way (a
+    /// connection of their own pool is in use): the runner passes their polls on only then
+    /// or when it means to look (`runner::idle`). `None` on Redis.
+    pub fn lane_in_use(&self, lane: Lane) -> Option<Arc<dyn Fn() -> bool + Send + Sync>> {
+        match &self.engine {
+            Engine::Sqlite(queue) => Some(queue.lane_in_use(lane)),
+            Engine::Redis(_) => None,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::TaskSink;
@@ -14,15 +15,21 @@ use sqlx::sqlite::SqlitePoolOptions;
 
 use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name};
 
-/// The queue in a SQLite file.
+/// The queue in a SQLite file. Each lane's workers take tasks through a pool of their own,
+/// so whether that pool has a connection in use tells whether one of their fetches may be
+/// under way (see `runner::idle`); pushes and upkeep go through the shared pool.
 #[derive(Debug, Clone)]
 pub(super) struct SqliteQueue {
     pub(super) storage: SqliteStorage<Envelope>,
     pub(super) browse: SqliteStorage<Envelope>,
+    push_fetch: SqliteStorage<Envelope>,
+    push_browse: SqliteStorage<Envelope>,
     pool: SqlitePool,
     namespace: String,
     /// How long a worker may be silent before its tasks are taken back.
     orphan_timeout: Duration,
+    fetch_pool: SqlitePool,
+    browse_pool: SqlitePool,
 }
 
 impl SqliteQueue {
@@ -46,6 +53,14 @@ impl SqliteQueue {
             .max_connections(4)
             .connect_with(options.clone())
             .await?;
+        // A worker's backend runs one statement at a time (fetch, acknowledgements,
+        // heartbeat), so two connections leave room to spare.
+        let worker_pool = || {
+            SqlitePoolOptions::new()
+                .max_connections(2)
+                .connect_lazy_with(options.clone())
+        };
+        let (fetch_pool, browse_pool) = (worker_pool(), worker_pool());
         SqliteStorage::<()>::setup(&pool)
             .await
             .map_err(|error| Error::Backend(error.to_string()))?;
@@ -64,16 +79,19 @@ impl SqliteQueue {
                 // look for; the store keeps who runs a job.
                 .lock_tasks(false)
         };
-        let storage =
-            SqliteStorage::<Envelope>::new(&pool).with_config(config(fetch_queue_name(namespace)));
-        let browse =
-            SqliteStorage::<Envelope>::new(&pool).with_config(config(browse_queue_name(namespace)));
+        let on = |pool: &SqlitePool, name: String| {
+            SqliteStorage::<Envelope>::new(pool).with_config(config(name))
+        };
         Ok(SqliteQueue {
-            storage,
-            browse,
+            storage: on(&fetch_pool, fetch_queue_name(namespace)),
+            browse: on(&browse_pool, browse_queue_name(namespace)),
+            push_fetch: on(&pool, fetch_queue_name(namespace)),
+            push_browse: on(&pool, browse_queue_name(namespace)),
             pool,
             namespace: namespace.to_owned(),
             orphan_timeout: settings.heartbeat * settings.missed_heartbeats as u32,
+            fetch_pool,
+            browse_pool,
         })
     }
 
@@ -107,8 +125,8 @@ impl SqliteQueue {
     /// already in the queue is left out (see `keyed_tasks`).
     pub(super) async fn push(&self, lane: Lane, envelopes: Vec<Envelope>) -> Result<(), Error> {
         let mut storage = match lane {
-            Lane::Fetch => self.storage.clone(),
-            Lane::Browse => self.browse.clone(),
+            Lane::Fetch => self.push_fetch.clone(),
+            Lane::Browse => self.push_browse.clone(),
         };
         storage
             .push_all(futures_util::stream::iter(super::keyed_tasks(envelopes)))
@@ -130,8 +148,20 @@ impl SqliteQueue {
         Ok(())
     }
 
-    /// Closes the pool.
+    /// Whether a connection of a lane's worker pool is in use: a fetch of that lane's worker
+    /// may be under way.
+    pub(super) fn lane_in_use(&self, lane: Lane) -> Arc<dyn Fn() -> bool + Send + Sync> {
+        let pool = match lane {
+            Lane::Fetch => self.fetch_pool.clone(),
+            Lane::Browse => self.browse_pool.clone(),
+        };
+        Arc::new(move || pool.size() as usize > pool.num_idle())
+    }
+
+    /// Closes the pools.
     pub(super) async fn close(&self) {
+        self.fetch_pool.close().await;
+        self.browse_pool.close().await;
         self.pool.close().await;
     }
 }

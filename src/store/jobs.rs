@@ -163,6 +163,24 @@ macro_rules! job_queries {
                 Ok(())
             }
 
+            pub(super) async fn release_attempt(
+                &self,
+                id: &str,
+                attempt: u32,
+                give_back: bool,
+            ) -> Result<(), Error> {
+                sqlx::query(
+                    "UPDATE jobs SET status = 'queued', attempts = attempts - $1
+                     WHERE id = $2 AND status = 'running' AND attempts = $3",
+                )
+                .bind(i64::from(give_back))
+                .bind(id)
+                .bind(i64::from(attempt))
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
             pub(super) async fn finish(
                 &self,
                 id: &str,
@@ -326,6 +344,17 @@ macro_rules! job_queries {
                 .fetch_all(&self.pool)
                 .await?;
                 found.iter().map(rows::error_count).collect()
+            }
+
+            pub(super) async fn count_retries(&self, batch_id: &str) -> Result<u64, Error> {
+                let row = sqlx::query(
+                    "SELECT CAST(COALESCE(SUM(attempts - 1), 0) AS BIGINT) AS n FROM jobs
+                     WHERE batch_id = $1 AND attempts > 1",
+                )
+                .bind(batch_id)
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(row.int("n")?.max(0) as u64)
             }
         }
 

@@ -314,6 +314,11 @@ delegate! {
     /// Records a failed attempt that will be retried.
     pub async fn record_retry(&self, id: &str, error: &JobError) -> Result<(), Error>;
 
+    /// Hands a running job back to the queue (its worker stopped before the attempt could
+    /// run, or between attempts): the job is queued again, and with `give_back` the attempt
+    /// `attempt` is not counted. Nothing changes unless `attempt` is the job's latest.
+    pub async fn release_attempt(&self, id: &str, attempt: u32, give_back: bool) -> Result<(), Error>;
+
 
     /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
     pub async fn cached_page(&self, url: &str, options_hash: &str, since_ms: i64) -> Result<Option<PageRecord>, Error>;
@@ -425,6 +430,10 @@ delegate! {
 
     /// Counts the failed and dead jobs of a batch by error code.
     pub async fn count_errors(&self, batch_id: &str) -> Result<Vec<(String, u64)>, Error>;
+
+    /// Counts the attempts of a batch's jobs beyond their first (retries, and deliveries
+    /// again after a lost worker).
+    pub async fn count_retries(&self, batch_id: &str) -> Result<u64, Error>;
 }
 
 impl Store {

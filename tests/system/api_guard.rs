@@ -230,7 +230,10 @@ async fn blank_tokens_are_refused_at_start() {
             .expect("trawl runs");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains("api.tokens must not be blank"), "{stderr}");
+        assert!(
+            stderr.contains("api.tokens and api.admin_token must not be blank"),
+            "{stderr}"
+        );
     }
 }
 

@@ -7,6 +7,7 @@ mod api_guard;
 mod archive;
 mod browser;
 mod cli;
+mod cli_behaviour;
 mod crawl;
 mod engines;
 mod faults;
@@ -105,6 +106,8 @@ pub fn trawl_command(data_dir: &Path) -> std::process::Command {
         .env_remove("TRAWL_CONFIG")
         .env_remove("DATABASE_URL")
         .env_remove("REDIS_URL")
-        .env("TRAWL_LOG", "error");
+        .env("TRAWL_LOG", "error")
+        // No user-level trawl.toml: tests see the defaults.
+        .env("XDG_CONFIG_HOME", data_dir.join("no-user-config"));
     command
 }

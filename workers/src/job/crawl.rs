@@ -21,11 +21,11 @@ pub struct CrawlSpec {
     /// Which links to follow, relative to the seed they were found from.
     #[serde(default)]
     pub scope: Scope,
-    /// Only URLs whose path (and query) matches one of these globs (`*` within a segment,
-    /// `**` across); none means all.
+    /// Only URLs whose path (and query) matches one of these globs (`*` within a segment: it
+    /// stops at `/`; `**` across); none means all. The seeds are always fetched.
     #[serde(default)]
     pub include: Vec<String>,
-    /// Never URLs whose path (and query) matches one of these globs.
+    /// Never URLs whose path (and query) matches one of these globs (the seeds excepted).
     #[serde(default)]
     pub exclude: Vec<String>,
     /// Links followed from a seed at most this many times (0: the seeds only).
