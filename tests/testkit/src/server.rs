@@ -86,8 +86,10 @@ impl RecordedRequest {
 /// bomb, `Content-Encoding: gzip, gzip`).
 ///
 /// Hostile transport:
-/// - `/big?bytes=N` — exactly `N` bytes (default 1 MiB) of HTML-ish text with
-///   `Content-Length: N`, streamed in 64 KiB writes.
+/// - `/big?bytes=N&status=S` — exactly `N` bytes (default 1 MiB) of HTML-ish text with
+///   `Content-Length: N`, streamed in 64 KiB writes, under status `S` (default 200).
+/// - `/te-and-cl` — `Transfer-Encoding: chunked` and `Content-Length: 5` at once, then a
+///   well-formed chunked body.
 /// - `/chunked-forever` — chunked body, one small chunk every 10 ms, until
 ///   the client leaves.
 /// - `/drip` — headers with `Content-Length: 100` at once, then one body byte

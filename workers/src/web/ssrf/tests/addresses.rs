@@ -127,6 +127,10 @@ fn v4_reserved() {
         ("198.18.0.0", Some(Reserved)),
         ("198.19.255.255", Some(Reserved)),
         ("198.20.0.0", None),
+        // The retired 6to4 relay anycast (RFC 7526).
+        ("192.88.99.0", Some(Reserved)),
+        ("192.88.99.1", Some(Reserved)),
+        ("192.88.99.255", Some(Reserved)),
         ("239.255.255.255", Some(Multicast)),
         ("240.0.0.0", Some(Reserved)),
         ("255.255.255.254", Some(Reserved)),
@@ -177,7 +181,8 @@ fn v4_public() {
         ("8.8.8.8", None),
         ("1.1.1.1", None),
         ("223.255.255.255", None),
-        ("192.88.99.1", None),
+        ("192.88.98.255", None),
+        ("192.88.100.0", None),
     ]);
 }
 
