@@ -15,25 +15,31 @@ use crate::pages::{self, GrepLimits, GrepQuery, GrepResult, LineRange};
 /// Which lines of which page.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ReadQuery {
     /// The page's URL (as requested or as finally fetched).
     pub url: String,
-    /// First line, from 1.
+    /// First line, from 1 (default 1).
     #[serde(default)]
+    #[param(minimum = 1)]
     pub from: Option<u64>,
-    /// Last line, inclusive (default: the last).
+    /// Last line, inclusive, from 1 (default: the last).
     #[serde(default)]
+    #[param(minimum = 1)]
     pub to: Option<u64>,
 }
 
 /// Reads a stored page by line range; `total_lines` tells how far there is to go.
-#[utoipa::path(get, path = "/v1/pages", tag = "pages", params(ReadQuery),
+#[utoipa::path(get, path = "/v1/pages", operation_id = "read_page", tag = "pages", params(ReadQuery),
     responses((status = 200, body = LineRange), (status = 404, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub(super) async fn read(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LineRange>, ApiError> {
+    if query.from == Some(0) || query.to == Some(0) {
+        return Err(ApiError::bad_request("lines are numbered from 1"));
+    }
     if let (Some(from), Some(to)) = (query.from, query.to)
         && to < from
     {
@@ -90,7 +96,7 @@ pub struct GrepResponse {
 }
 
 /// Greps a stored page's lines.
-#[utoipa::path(post, path = "/v1/pages/grep", request_body = GrepRequest, tag = "pages",
+#[utoipa::path(post, path = "/v1/pages/grep", operation_id = "grep_page", request_body = GrepRequest, tag = "pages",
     responses(
         (status = 200, body = GrepResponse),
         (status = 400, description = "invalid, too long or too costly pattern", body = ErrorBody),

@@ -38,7 +38,8 @@ pub struct Args {
     #[command(flatten)]
     pub input: UrlArgs,
     /// Write DIR/pages.jsonl (one line per input URL: the result, or {"url", "error"}) and
-    /// one file per page under DIR/pages/.
+    /// one file per page under DIR/pages/. pages.jsonl is replaced; files an earlier run left
+    /// in DIR/pages/ are kept (a warning says how many).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Format of the extracted text.
@@ -123,7 +124,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let template = FetchJob {
         max_chars: args.max_chars,
         cache_ttl: args.cache_ttl,
-        extract: Format::from(args.format),
+        format: Format::from(args.format),
         archive: args.archive,
         render: args.render.into(),
         ..FetchJob::new("")
@@ -365,8 +366,20 @@ struct Output {
 
 impl Output {
     fn create(dir: &Path, format: Format) -> anyhow::Result<Output> {
-        std::fs::create_dir_all(dir.join("pages"))
-            .with_context(|| format!("creating {}", dir.display()))?;
+        let pages = dir.join("pages");
+        // pages.jsonl is replaced; page files of an earlier run are not deleted (they may be
+        // someone's), so say they are there.
+        let earlier = std::fs::read_dir(&pages)
+            .map(|entries| entries.filter_map(Result::ok).count())
+            .unwrap_or(0);
+        if earlier > 0 {
+            eprintln!(
+                "trawl: {} already holds {earlier} file(s) from an earlier run; they are kept, \
+                 and pages.jsonl lists this run's pages only",
+                pages.display()
+            );
+        }
+        std::fs::create_dir_all(&pages).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("pages.jsonl");
         let file =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
