@@ -31,7 +31,7 @@ use crate::config::Config;
 /// Configuration is read from trawl.toml (or --config), then TRAWL_* environment variables
 /// (nested keys with a double underscore, e.g. TRAWL_HTTP__MAX_BYTES), then flags.
 #[derive(Debug, Parser)]
-#[command(name = "trawl", version, about, long_about)]
+#[command(name = "trawl", version, about, long_about, disable_help_subcommand = true)]
 pub struct Cli {
     /// Configuration file [default: ./trawl.toml when present].
     #[arg(long, global = true, env = "TRAWL_CONFIG", value_name = "FILE")]
@@ -85,6 +85,17 @@ pub enum Command {
     Export(export::Args),
     /// Print the configuration in force as TOML (defaults, trawl.toml, TRAWL_* env).
     Config,
+    /// Print this help, or the help of a subcommand (`trawl help read`).
+    // trawl's own rather than clap's generated one, which refuses `trawl help --help`.
+    Help(HelpArgs),
+}
+
+/// Arguments of `trawl help`.
+#[derive(Debug, clap::Args)]
+pub struct HelpArgs {
+    /// The subcommand to explain.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// URLs given as arguments, in a file, or on standard input (`run` and `enqueue`).
@@ -174,6 +185,29 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// `trawl help [COMMAND]`: the long help of trawl or of one subcommand.
+fn help(args: &HelpArgs) -> anyhow::Result<ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    // Builds the tree so a subcommand's usage line says `trawl read`, not `read`.
+    command.build();
+    let mut target = match &args.command {
+        None => command,
+        Some(name) => match command.find_subcommand(name) {
+            Some(subcommand) => subcommand.clone(),
+            None => {
+                command
+                    .error(
+                        clap::error::ErrorKind::InvalidSubcommand,
+                        format!("no subcommand {name:?}; `trawl help` lists them"),
+                    )
+                    .exit();
+            }
+        },
+    };
+    target.print_long_help()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let load = |cli: &Cli| -> anyhow::Result<Config> {
@@ -192,11 +226,22 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Browse(args) => browse::browse(load(&cli)?, args).await,
         Command::Screenshot(args) => browse::screenshot(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
-        Command::Read(args) => read::run(load(&cli)?, args).await,
+        Command::Read(args) => {
+            if let Err(error) = args.check() {
+                // A usage error, printed and exited with as clap does its own (status 2).
+                let mut command = <Cli as clap::CommandFactory>::command();
+                let read = command
+                    .find_subcommand_mut("read")
+                    .expect("read is a subcommand");
+                error.format(read).exit();
+            }
+            read::run(load(&cli)?, args).await
+        }
         Command::Status(args) => status::run(load(&cli)?, args).await,
         Command::Search(args) => search::run(load(&cli)?, args).await,
         Command::Archive(args) => archive::run(load(&cli)?, args).await,
         Command::Export(args) => export::run(load(&cli)?, args).await,
         Command::Config => config::run(&load(&cli)?),
+        Command::Help(args) => help(args),
     }
 }
