@@ -190,7 +190,10 @@ impl Config {
             ("browse.profile_root", self.browse.profile_root.is_some()),
             ("sessions.listen", self.sessions.listen.is_some()),
             ("sessions.advertise", self.sessions.advertise.is_some()),
-            ("sessions.worker_token", self.sessions.worker_token.is_some()),
+            (
+                "sessions.worker_token",
+                self.sessions.worker_token.is_some(),
+            ),
         ]
     }
 

@@ -98,10 +98,7 @@ pub(super) async fn cancel(
     if !cancelled {
         return Err(ApiError::new(
             ApiErrorCode::Conflict,
-            format!(
-                "crawl {id} had already ended ({})",
-                record.status.as_str()
-            ),
+            format!("crawl {id} had already ended ({})", record.status.as_str()),
         ));
     }
     Ok(Json(record))

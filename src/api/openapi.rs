@@ -129,11 +129,9 @@ impl Modify for NamedJobKinds {
                 continue;
             };
             let Some(base) = all_of.items.iter().find_map(|part| match part {
-                RefOr::Ref(reference) => reference
-                    .ref_location
-                    .rsplit('/')
-                    .next()
-                    .map(str::to_owned),
+                RefOr::Ref(reference) => {
+                    reference.ref_location.rsplit('/').next().map(str::to_owned)
+                }
                 RefOr::T(_) => None,
             }) else {
                 continue;

@@ -61,10 +61,12 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let decoded = charset::decode(&bytes, None, true);
     // A document over the parsing budget fails here, before any tree is built, with the code
     // a fetch of it would end with.
-    let extracted = extract::extract_html(&decoded.text, &page_url, args.format.into())
-        .map_err(|error| match error {
-            extract::Error::Limit(exceeded) => anyhow::anyhow!("extraction_limit: {exceeded}"),
-            other => anyhow::anyhow!("extraction_failed: {other}"),
+    let extracted =
+        extract::extract_html(&decoded.text, &page_url, args.format.into()).map_err(|error| {
+            match error {
+                extract::Error::Limit(exceeded) => anyhow::anyhow!("extraction_limit: {exceeded}"),
+                other => anyhow::anyhow!("extraction_failed: {other}"),
+            }
         })?;
     if args.json {
         let json = serde_json::json!({

@@ -31,7 +31,13 @@ use crate::config::Config;
 /// Configuration is read from trawl.toml (or --config), then TRAWL_* environment variables
 /// (nested keys with a double underscore, e.g. TRAWL_HTTP__MAX_BYTES), then flags.
 #[derive(Debug, Parser)]
-#[command(name = "trawl", version, about, long_about, disable_help_subcommand = true)]
+#[command(
+    name = "trawl",
+    version,
+    about,
+    long_about,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// Configuration file [default: ./trawl.toml when present].
     #[arg(long, global = true, env = "TRAWL_CONFIG", value_name = "FILE")]

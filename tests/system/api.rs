@@ -667,7 +667,11 @@ async fn query_and_body_faults_each_have_their_one_code_and_status() {
         assert_eq!(body["error"]["code"], "bad_request", "{query}: {body}");
     }
     let (status, body) = api
-        .call("POST", "/v1/jobs", Some(serde_json::json!({"kind": "fetch"})))
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"kind": "fetch"})),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["code"], "invalid_request", "{body}");

@@ -391,17 +391,15 @@ async fn extract_refuses_a_document_over_the_parsing_budget_at_once() {
 #[tokio::test]
 async fn read_refuses_a_range_that_ends_before_it_starts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let backwards = output(trawl(dir.path()).args([
-        "read",
-        "http://a.test/",
-        "--from",
-        "5",
-        "--to",
-        "2",
-    ]))
-    .await;
+    let backwards =
+        output(trawl(dir.path()).args(["read", "http://a.test/", "--from", "5", "--to", "2"]))
+            .await;
     assert_eq!(backwards.status.code(), Some(2), "{}", stderr(&backwards));
-    assert!(stderr(&backwards).contains("--to 2"), "{}", stderr(&backwards));
+    assert!(
+        stderr(&backwards).contains("--to 2"),
+        "{}",
+        stderr(&backwards)
+    );
     assert!(stdout(&backwards).is_empty());
     let zero = output(trawl(dir.path()).args(["read", "http://a.test/", "--from", "0"])).await;
     assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
@@ -420,7 +418,11 @@ async fn export_with_nothing_matching_writes_nothing() {
     )
     .await;
     assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
-    assert!(stderr(&run).contains("no stored page matched"), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("no stored page matched"),
+        "{}",
+        stderr(&run)
+    );
     assert!(!warc.exists(), "no file is written");
     assert!(!warc.with_extension("partial").exists());
     // An existing file is left as it was.
@@ -508,7 +510,11 @@ async fn run_says_when_out_holds_an_earlier_runs_files() {
     )
     .await;
     assert!(first.status.success(), "{}", stderr(&first));
-    assert!(!stderr(&first).contains("earlier run"), "{}", stderr(&first));
+    assert!(
+        !stderr(&first).contains("earlier run"),
+        "{}",
+        stderr(&first)
+    );
     let second = output(
         trawl(&dir.path().join("data"))
             .args(["run", "--quiet", "--allow-private-network", "--out"])

@@ -130,10 +130,9 @@ mod tests {
             panic!("a fetch job")
         };
         assert_eq!(job.format, Format::Text);
-        let spec: CrawlSpec = serde_json::from_str(
-            r#"{"seeds":["https://example.com/"],"extract":"html"}"#,
-        )
-        .expect("the alias is accepted in crawls too");
+        let spec: CrawlSpec =
+            serde_json::from_str(r#"{"seeds":["https://example.com/"],"extract":"html"}"#)
+                .expect("the alias is accepted in crawls too");
         assert_eq!(spec.format, Format::Html);
     }
 

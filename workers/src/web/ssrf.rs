@@ -387,7 +387,9 @@ fn check_authority(input: &str, url: &Url) -> Result<(), UrlError> {
         return Err(UrlError::ForbiddenCodePoint('@'));
     }
     if let Some(Host::Ipv4(ip)) = url.host() {
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+        let host_port = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
         let host = host_port
             .rsplit_once(':')
             .map_or(host_port, |(host, _)| host);

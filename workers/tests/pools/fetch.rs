@@ -309,8 +309,15 @@ async fn a_huge_error_body_keeps_its_status_and_stays_transient() {
     assert_eq!(error.to_job_error().status, Some(500));
     assert!(started.elapsed() < Duration::from_secs(5));
     // The body is read up to the cap, not refused.
-    let url = site.client.parse_url(&site.url("/big?bytes=50000000&status=503")).expect("url");
-    let response = site.client.get(&url, None).await.expect("the status comes back");
+    let url = site
+        .client
+        .parse_url(&site.url("/big?bytes=50000000&status=503"))
+        .expect("url");
+    let response = site
+        .client
+        .get(&url, None)
+        .await
+        .expect("the status comes back");
     assert_eq!(response.status, 503);
     assert_eq!(
         response.body.len() as u64,

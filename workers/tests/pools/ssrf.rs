@@ -29,7 +29,13 @@ async fn the_default_policy_refuses_loopback_in_every_spelling() {
         );
     }
     // Legacy IPv4 spellings are not normalised and judged: they are refused as malformed.
-    for host in ["2130706433", "0x7f.1", "127.1", "0177.0.0.1", "１２７.０.０.１"] {
+    for host in [
+        "2130706433",
+        "0x7f.1",
+        "127.1",
+        "0177.0.0.1",
+        "１２７.０.０.１",
+    ] {
         let url = format!("http://{host}:{port}/secret");
         assert_eq!(
             get_code(&site, &url).await,
@@ -268,7 +274,10 @@ async fn metadata_and_internal_names_are_refused_before_dns() {
     }
     let listed = Policy {
         allow_private_network: true,
-        internal_hosts: vec!["*.corp.internal".to_owned(), "metadata.google.internal".to_owned()],
+        internal_hosts: vec![
+            "*.corp.internal".to_owned(),
+            "metadata.google.internal".to_owned(),
+        ],
         ..Policy::default()
     };
     let site = Site::start_with(listed, web::Config::default()).await;

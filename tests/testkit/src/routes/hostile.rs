@@ -43,7 +43,12 @@ pub(super) async fn route(conn: &mut Conn, req: &Request) -> Option<io::Result<(
                 "{}Content-Type: {HTML}\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nConnection: close\r\n\r\n",
                 status_line(200)
             );
-            raw(conn, head.as_bytes(), b"1c\r\n<p>both framings at once</p>\r\n0\r\n\r\n").await
+            raw(
+                conn,
+                head.as_bytes(),
+                b"1c\r\n<p>both framings at once</p>\r\n0\r\n\r\n",
+            )
+            .await
         }
         "/chunked-forever" => chunked_forever(conn).await,
         "/drip" => drip(conn).await,

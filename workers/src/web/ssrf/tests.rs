@@ -82,8 +82,10 @@ fn url_dotted_quads_are_judged_and_odd_ipv4_spellings_refused() {
 
 #[test]
 fn url_zero_is_unspecified() {
-    assert_url_blocked(&default_policy(), "http://0/", Unspecified);
+    assert_url_blocked(&default_policy(), "http://0.0.0.0/", Unspecified);
     assert_url_blocked(&default_policy(), "http://0.0.0.0:8080/", Unspecified);
+    // `0` alone is a legacy spelling of 0.0.0.0.
+    assert_url_legacy_ipv4("http://0/");
 }
 
 #[test]
@@ -467,7 +469,8 @@ fn blocklist_entries_are_normalised() {
     assert_eq!(p.check_host("[::1]"), Err(BlockedHost));
     assert_eq!(p.check_host("[2001:4860:4860:0::8888]"), Err(BlockedHost));
     assert_url_blocked(&p, "http://8.8.8.8/", BlockedHost);
-    assert_url_blocked(&p, "http://134744072/", BlockedHost);
+    // The same address spelt as one number is not judged: it is refused as malformed.
+    assert_url_legacy_ipv4("http://134744072/");
     assert_eq!(p.check_host("8.8.4.4"), Ok(()));
 }
 
@@ -550,6 +553,7 @@ fn validate_reports_bad_entries() {
         allow_private_network: false,
         allow_hosts: vec!["example.com".into(), "[::1]".into(), "10.0.0.1".into()],
         block_hosts: vec!["*.example.org".into(), "bad.net".into()],
+        internal_hosts: vec!["db.internal".into(), "*.corp.internal".into()],
     };
     assert_eq!(ok.validate(), Ok(()));
     for (allow, block, list, entry) in [
@@ -575,6 +579,7 @@ fn validate_reports_bad_entries() {
             allow_private_network: false,
             allow_hosts: allow.into_iter().map(String::from).collect(),
             block_hosts: block.into_iter().map(String::from).collect(),
+            internal_hosts: Vec::new(),
         };
         assert_eq!(
             p.validate(),

@@ -452,5 +452,5 @@ fn allow_private_network_urls() {
     assert_url_blocked(&p, "http://169.254.169.254/latest/meta-data/", Metadata);
     assert_url_blocked(&p, "http://[::ffff:169.254.169.254]/", Metadata);
     assert_url_blocked(&p, "http://0.0.0.0/", Unspecified);
-    assert_url_blocked(&p, "http://127.0.0.1:0/", Port);
+    assert_eq!(p.parse_url("http://127.0.0.1:0/"), Err(UrlError::PortZero));
 }
