@@ -300,8 +300,7 @@ mod tests {
 
     #[test]
     fn an_end_tag_closes_what_was_opened_inside_it() {
-        let page = format!("{}</section>", "<section><b><i>".repeat(1));
-        let page = page.repeat(MAX_NESTING);
+        let page = "<section><b><i></section>".repeat(MAX_NESTING);
         assert!(check(&page).is_ok());
     }
 
