@@ -44,15 +44,19 @@ step "build the tests"
 cargo test --workspace --all-features --locked --no-run
 
 # Python tools (PyPI), pinned, in a virtualenv of their own: schemathesis (the API against its
-# OpenAPI document) and warcio (the WARC files). Installed before entering the network
-# namespace, which has no route to the package index.
+# OpenAPI document), openapi-spec-validator and openapi-python-client (the document is valid
+# and a client generated from it works) and warcio (the WARC files). Installed before entering
+# the network namespace, which has no route to the package index.
 venv="${TRAWL_VENV:-$HOME/.cache/trawl-venv}"
 if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5" \
-  || ! "$venv/bin/pip" show warcio 2>/dev/null | grep -q "^Version: 1.8.1$"; then
-  step "install schemathesis 4.32.5 and warcio 1.8.1 into $venv"
+  || ! "$venv/bin/pip" show warcio 2>/dev/null | grep -q "^Version: 1.8.1$" \
+  || ! "$venv/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: 0.9.0$" \
+  || ! "$venv/bin/pip" show openapi-python-client 2>/dev/null | grep -q "^Version: 0.29.1$"; then
+  step "install schemathesis 4.32.5, openapi-spec-validator 0.9.0, openapi-python-client 0.29.1 and warcio 1.8.1 into $venv"
   command -v python3 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
   [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
-  "$venv/bin/pip" install -q "schemathesis==4.32.5" "warcio==1.8.1" "six==1.17.0"
+  "$venv/bin/pip" install -q "schemathesis==4.32.5" "warcio==1.8.1" "six==1.17.0" \
+    "openapi-spec-validator==0.9.0" "openapi-python-client==0.29.1"
 fi
 export WARCIO_BIN="$venv/bin/warcio"
 
@@ -98,6 +102,9 @@ if [ "$status" -ne 0 ]; then
   echo "cargo: $passed passed, $failed failed"
   exit "$status"
 fi
+
+step "openapi-spec-validator and a generated client against /openapi.json (in a private network namespace)"
+unshare -rn sh -c 'ip link set lo up && exec scripts/openapi.sh "$1" "$2"' sh "$CARGO_TARGET_DIR/debug/trawl" "$venv"
 
 step "schemathesis against /openapi.json (in a private network namespace)"
 unshare -rn sh -c 'ip link set lo up && exec scripts/schemathesis.sh "$1" "$2"' sh "$CARGO_TARGET_DIR/debug/trawl" "$venv/bin/st"

@@ -214,6 +214,23 @@ impl Config {
         Ok(())
     }
 
+    /// The keys that may be unset, each with whether it is set: TOML has no way to write an
+    /// unset value, so `trawl config` prints the unset ones as comments.
+    pub fn optional_keys(&self) -> [(&'static str, bool); 7] {
+        [
+            ("database_url", self.database_url.is_some()),
+            ("redis_url", self.redis_url.is_some()),
+            ("webhooks.secret", self.webhooks.secret.is_some()),
+            ("browse.profile_root", self.browse.profile_root.is_some()),
+            ("sessions.listen", self.sessions.listen.is_some()),
+            ("sessions.advertise", self.sessions.advertise.is_some()),
+            (
+                "sessions.worker_token",
+                self.sessions.worker_token.is_some(),
+            ),
+        ]
+    }
+
     /// The store's SQLite file.
     pub fn store_path(&self) -> PathBuf {
         self.data_dir.join("trawl.sqlite")

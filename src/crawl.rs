@@ -325,7 +325,7 @@ pub async fn follow_from(
         }
         let id = follow_up_id(&plan.id, key);
         let job = Job::Fetch(FetchJob {
-            extract: plan.spec.extract,
+            format: plan.spec.format,
             archive: plan.spec.archive,
             render: plan.spec.render,
             proxy: plan.spec.proxy.clone(),

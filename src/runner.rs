@@ -879,7 +879,7 @@ fn webhook_event(kind: EventType, envelope: &Envelope, data: serde_json::Value) 
 /// Hashes the options that change a fetched page (the second half of the cache key), and the
 /// tenant when the page is its own (not a plain public fetch).
 pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
-    let mut key = format!("fetch;extract={}", job.extract.as_str());
+    let mut key = format!("fetch;extract={}", job.format.as_str());
     if !job.render.is_off() {
         key.push_str(";render=");
         key.push_str(job.render.as_str());
@@ -917,7 +917,7 @@ mod tests {
     fn options_that_change_the_page_change_the_hash() {
         let markdown = FetchJob::new("https://a.test/");
         let mut text = markdown.clone();
-        text.extract = trawl_workers::job::Format::Text;
+        text.format = trawl_workers::job::Format::Text;
         let mut longer = markdown.clone();
         longer.max_chars = Some(5);
         let tenant = Tenant::default();

@@ -153,9 +153,11 @@ impl Remote {
             read_timeout_secs: FORWARD_TIMEOUT_SECS,
             ..web::Config::default()
         };
-        // Hosts are on the operator's own (private) network; cloud metadata stays refused.
+        // Hosts are on the operator's own (private) network, possibly under `*.internal`
+        // names; cloud metadata stays refused.
         let policy = web::Policy {
             allow_private_network: true,
+            internal_hosts: vec!["*.internal".to_owned()],
             ..web::Policy::default()
         };
         let client = web::Client::new(config, policy).map_err(|error| error.to_string())?;

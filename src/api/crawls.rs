@@ -30,7 +30,7 @@ pub struct CrawlStarted {
 }
 
 /// Starts a crawl.
-#[utoipa::path(post, path = "/v1/crawls", request_body = CrawlSpec, tag = "crawls",
+#[utoipa::path(post, path = "/v1/crawls", operation_id = "start_crawl", request_body = CrawlSpec, tag = "crawls",
     responses(
         (status = 202, description = "started", body = CrawlStarted),
         (status = 400, description = "a seed or an option is not acceptable", body = ErrorBody),
@@ -70,7 +70,7 @@ pub(super) async fn start(
 }
 
 /// A crawl's state, spec and counters.
-#[utoipa::path(get, path = "/v1/crawls/{id}", tag = "crawls",
+#[utoipa::path(get, path = "/v1/crawls/{id}", operation_id = "read_crawl", tag = "crawls",
     params(("id" = String, Path, description = "the crawl id")),
     responses((status = 200, body = CrawlRecord), (status = 404, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -89,7 +89,7 @@ pub(super) async fn read(
 }
 
 /// Cancels a running crawl.
-#[utoipa::path(delete, path = "/v1/crawls/{id}", tag = "crawls",
+#[utoipa::path(delete, path = "/v1/crawls/{id}", operation_id = "cancel_crawl", tag = "crawls",
     params(("id" = String, Path, description = "the crawl id")),
     responses(
         (status = 200, body = CrawlRecord),
@@ -114,7 +114,7 @@ pub(super) async fn cancel(
     if !cancelled {
         return Err(ApiError::new(
             ApiErrorCode::Conflict,
-            format!("crawl {id} had already ended ({:?})", record.status).to_lowercase(),
+            format!("crawl {id} had already ended ({})", record.status.as_str()),
         ));
     }
     Ok(Json(record))

@@ -65,7 +65,7 @@ pub struct Pending {
 }
 
 /// Fetches a URL now: from the cache when fresh (`cached: true`), else through the queue.
-#[utoipa::path(post, path = "/v1/fetch", request_body = FetchRequest, tag = "fetch",
+#[utoipa::path(post, path = "/v1/fetch", operation_id = "fetch_url", request_body = FetchRequest, tag = "fetch",
     responses(
         (status = 200, description = "the page", body = FetchResult),
         (status = 202, description = "not done within the wait; the job goes on", body = Pending),
@@ -84,7 +84,7 @@ pub(super) async fn fetch(
 ) -> Result<Response, ApiError> {
     let job = FetchJob {
         url: request.url,
-        extract: request.format,
+        format: request.format,
         max_chars: request.max_chars,
         cache_ttl: request.cache_ttl,
         archive: request.archive,

@@ -22,7 +22,7 @@ pub struct Health {
 }
 
 /// Reports whether the store and the queue answer (503 when one does not).
-#[utoipa::path(get, path = "/healthz", tag = "health",
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "health",
     responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub(super) async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Health>) {
     let store = state.context.store.ping().await.is_ok();
@@ -42,7 +42,7 @@ pub(super) async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<
 }
 
 /// Prometheus metrics in the text exposition format.
-#[utoipa::path(get, path = "/metrics", tag = "health",
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)),
     security((), ("bearer" = [])))]
 pub(super) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {

@@ -33,7 +33,8 @@ pub struct BatchRequest {
     pub webhook: Option<String>,
 }
 
-/// One job (`{"kind": "fetch", ...}`) or a batch (`{"jobs": [...], "webhook": ...}`).
+/// One job (`{"kind": "fetch", ...}`; `kind` defaults to `fetch`) or a batch
+/// (`{"jobs": [...], "webhook": ...}`).
 /// The handler picks the variant by the `jobs` key (for precise errors), so this type only
 /// describes the body in the OpenAPI document.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -72,8 +73,17 @@ pub struct Cancelled {
     pub status: String,
 }
 
-/// Submits one job or a batch.
-#[utoipa::path(post, path = "/v1/jobs", request_body = SubmitRequest, tag = "jobs",
+/// Adds `"kind": "fetch"` to a job object without a kind.
+fn default_kind(job: &mut serde_json::Value) {
+    if let Some(object) = job.as_object_mut()
+        && !object.contains_key("kind")
+    {
+        object.insert("kind".to_owned(), serde_json::Value::from("fetch"));
+    }
+}
+
+/// Submits one job or a batch (a job without `kind` is a fetch job).
+#[utoipa::path(post, path = "/v1/jobs", operation_id = "submit_jobs", request_body = SubmitRequest, tag = "jobs",
     responses(
         (status = 202, description = "queued", body = Submitted),
         (status = 400, description = "a job or the webhook is not acceptable", body = ErrorBody),
@@ -84,9 +94,15 @@ pub struct Cancelled {
 pub(super) async fn submit(
     State(state): State<AppState>,
     Caller(scope): Caller,
-    ApiJson(body): ApiJson<serde_json::Value>,
+    ApiJson(mut body): ApiJson<serde_json::Value>,
 ) -> Result<(StatusCode, Json<Submitted>), ApiError> {
     let is_batch = body.get("jobs").is_some();
+    // `kind` defaults to `fetch`, the job most submissions are.
+    match body.get_mut("jobs") {
+        Some(serde_json::Value::Array(jobs)) => jobs.iter_mut().for_each(default_kind),
+        Some(_) => {}
+        None => default_kind(&mut body),
+    }
     let (jobs, webhook) = if is_batch {
         let batch: BatchRequest = serde_json::from_value(body)
             .map_err(|error| ApiError::invalid(format!("invalid batch: {error}")))?;
@@ -196,7 +212,7 @@ pub(super) fn webhook_refusal(state: &AppState, webhook: &str) -> Option<ApiErro
 }
 
 /// Returns a job: status, attempts, and its result or typed error.
-#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+#[utoipa::path(get, path = "/v1/jobs/{id}", operation_id = "read_job", tag = "jobs",
     params(("id" = String, Path, description = "the job id")),
     responses((status = 200, body = JobRecord), (status = 404, body = ErrorBody)),
     security((), ("bearer" = [])))]
@@ -215,7 +231,7 @@ pub(super) async fn read(
 }
 
 /// Cancels a queued job at once; a running one stops at its next safe point.
-#[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs",
+#[utoipa::path(delete, path = "/v1/jobs/{id}", operation_id = "cancel_job", tag = "jobs",
     params(("id" = String, Path, description = "the job id")),
     responses(
         (status = 200, body = Cancelled),
@@ -255,7 +271,7 @@ pub(super) async fn cancel(
 
 /// Streams a job's progress as server-sent events: a `status` event each time its status or
 /// attempt count changes, then one `end` event with the whole record, then the stream closes.
-#[utoipa::path(get, path = "/v1/jobs/{id}/events", tag = "jobs",
+#[utoipa::path(get, path = "/v1/jobs/{id}/events", operation_id = "job_events", tag = "jobs",
     params(("id" = String, Path, description = "the job id")),
     responses(
         (status = 200, description = "text/event-stream of `status` events, then one `end` event", content_type = "text/event-stream", body = String),

@@ -32,7 +32,7 @@ use utoipa::{Modify, OpenApi};
         super::health::healthz,
         super::health::metrics,
     ),
-    modifiers(&BearerAuth, &ClientErrors),
+    modifiers(&BearerAuth, &ClientErrors, &NamedJobKinds),
     tags(
         (name = "jobs", description = "submit, follow and cancel jobs"),
         (name = "fetch", description = "fetch a URL synchronously"),
@@ -110,7 +110,120 @@ impl Modify for ClientErrors {
     }
 }
 
+/// Names each kind of [`Job`](trawl_workers::job::Job) as a schema of its own
+/// (`FetchJobWithKind`: the `FetchJob` fields and `"kind": "fetch"`), so `Job` is a `oneOf` of
+/// references. utoipa writes the kinds inline (`allOf` inside `oneOf`), which client
+/// generators such as openapi-python-client cannot parse: they dropped `POST /v1/jobs`.
+struct NamedJobKinds;
+
+impl Modify for NamedJobKinds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::Schema;
+        use utoipa::openapi::{Ref, RefOr};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let Some(RefOr::T(Schema::OneOf(kinds))) = components.schemas.get_mut("Job") else {
+            return;
+        };
+        let mut named = Vec::new();
+        for item in &mut kinds.items {
+            let RefOr::T(Schema::AllOf(all_of)) = item else {
+                continue;
+            };
+            let Some(base) = all_of.items.iter().find_map(|part| match part {
+                RefOr::Ref(reference) => {
+                    reference.ref_location.rsplit('/').next().map(str::to_owned)
+                }
+                RefOr::T(_) => None,
+            }) else {
+                continue;
+            };
+            let name = format!("{base}WithKind");
+            let schema = std::mem::replace(item, RefOr::Ref(Ref::from_schema_name(&name)));
+            named.push((name, schema));
+        }
+        components.schemas.extend(named);
+    }
+}
+
 /// Serves the document.
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    /// Client generators name methods after operation ids and build URLs from the path
+    /// parameters: a duplicate id, or a query parameter declared in the path, breaks them
+    /// (scripts/openapi.sh runs a real validator and generator over the served document).
+    #[test]
+    fn operation_ids_are_unique_and_parameters_sit_where_they_are_sent() {
+        let document = serde_json::to_value(ApiDoc::openapi()).expect("the document serialises");
+        let paths = document["paths"].as_object().expect("paths");
+        let mut ids = HashSet::new();
+        for (path, item) in paths {
+            let templated: HashSet<&str> = path
+                .split('/')
+                .filter_map(|part| part.strip_prefix('{')?.strip_suffix('}'))
+                .collect();
+            for (method, operation) in item.as_object().expect("path item") {
+                let id = operation["operationId"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+                assert!(ids.insert(id.to_owned()), "operationId {id} twice");
+                let parameters = operation["parameters"].as_array().cloned();
+                let in_path: HashSet<&str> = operation["parameters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|parameter| parameter["in"] == "path")
+                    .filter_map(|parameter| parameter["name"].as_str())
+                    .collect();
+                assert_eq!(in_path, templated, "{method} {path}: {parameters:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_job_kind_is_a_named_schema() {
+        let document = serde_json::to_value(ApiDoc::openapi()).expect("the document serialises");
+        let schemas = &document["components"]["schemas"];
+        let kinds = schemas["Job"]["oneOf"].as_array().expect("Job is a oneOf");
+        let refs: Vec<&str> = kinds
+            .iter()
+            .filter_map(|kind| kind["$ref"].as_str())
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                "#/components/schemas/FetchJobWithKind",
+                "#/components/schemas/BrowseJobWithKind"
+            ]
+        );
+        assert_eq!(
+            schemas["FetchJobWithKind"]["allOf"][1]["properties"]["kind"]["enum"][0],
+            "fetch"
+        );
+    }
+
+    #[test]
+    fn line_numbers_start_at_one() {
+        let document = serde_json::to_value(ApiDoc::openapi()).expect("the document serialises");
+        let parameters = document["paths"]["/v1/pages"]["get"]["parameters"]
+            .as_array()
+            .expect("parameters");
+        for name in ["from", "to"] {
+            let parameter = parameters
+                .iter()
+                .find(|parameter| parameter["name"] == name)
+                .expect(name);
+            assert_eq!(parameter["in"], "query");
+            assert_eq!(parameter["schema"]["minimum"], 1, "{parameter}");
+        }
+    }
 }

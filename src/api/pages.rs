@@ -17,21 +17,24 @@ use crate::pages::{self, GrepError, GrepLimits, GrepQuery, LineRange, PageGrep};
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ReadQuery {
     /// The page's URL (as requested or as finally fetched).
     pub url: String,
-    /// First line, from 1.
+    /// First line, from 1 (default 1).
     #[serde(default)]
+    #[param(minimum = 1)]
     pub from: Option<u64>,
-    /// Last line, inclusive (default: the last).
+    /// Last line, inclusive, from 1 (default: the last).
     #[serde(default)]
+    #[param(minimum = 1)]
     pub to: Option<u64>,
 }
 
 /// Reads a stored page by line range, at most `api.read_max_chars` characters of lines at a
 /// time; `next_from` names the first line of the next range, `total_lines` how far there is
 /// to go.
-#[utoipa::path(get, path = "/v1/pages", tag = "pages", params(ReadQuery),
+#[utoipa::path(get, path = "/v1/pages", operation_id = "read_page", tag = "pages", params(ReadQuery),
     responses((status = 200, body = LineRange), (status = 404, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub(super) async fn read(
@@ -39,6 +42,9 @@ pub(super) async fn read(
     Caller(scope): Caller,
     ApiQuery(query): ApiQuery<ReadQuery>,
 ) -> Result<Json<LineRange>, ApiError> {
+    if query.from == Some(0) || query.to == Some(0) {
+        return Err(ApiError::bad_request("lines are numbered from 1"));
+    }
     if let (Some(from), Some(to)) = (query.from, query.to)
         && to < from
     {
@@ -85,7 +91,7 @@ fn default_max_matches() -> usize {
 }
 
 /// Greps a stored page's lines.
-#[utoipa::path(post, path = "/v1/pages/grep", request_body = GrepRequest, tag = "pages",
+#[utoipa::path(post, path = "/v1/pages/grep", operation_id = "grep_page", request_body = GrepRequest, tag = "pages",
     responses(
         (status = 200, body = PageGrep),
         (status = 400, description = "invalid, too long or too costly pattern", body = ErrorBody),

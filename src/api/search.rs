@@ -18,6 +18,7 @@ use super::error::{ApiError, ApiErrorCode, ApiQuery, ErrorBody};
 /// A search of the archive.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct SearchParams {
     /// The query: words (more matches rank higher), "a phrase", +required, -excluded,
     /// title:word.
@@ -53,7 +54,7 @@ pub struct SearchResults {
 }
 
 /// Searches the archive.
-#[utoipa::path(get, path = "/v1/search", tag = "archive", params(SearchParams),
+#[utoipa::path(get, path = "/v1/search", operation_id = "search_archive", tag = "archive", params(SearchParams),
     responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody),
         (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]

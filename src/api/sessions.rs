@@ -125,7 +125,7 @@ fn api_error(error: sessions::Error) -> ApiError {
 }
 
 /// Opens a session.
-#[utoipa::path(post, path = "/v1/sessions", request_body = OpenSession, tag = "sessions",
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "open_session", request_body = OpenSession, tag = "sessions",
     responses(
         (status = 201, description = "opened", body = SessionInfo),
         (status = 422, description = "malformed request", body = ErrorBody),
@@ -156,7 +156,7 @@ pub(super) async fn open(
 }
 
 /// Runs one action or a batch in a session.
-#[utoipa::path(post, path = "/v1/sessions/{id}/actions", request_body = ActionRequest, tag = "sessions",
+#[utoipa::path(post, path = "/v1/sessions/{id}/actions", operation_id = "act_in_session", request_body = ActionRequest, tag = "sessions",
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, description = "the steps run (a failed action has `ok: false` and ends the batch)", body = Steps),
@@ -196,7 +196,7 @@ pub(super) async fn act(
 }
 
 /// A JPEG preview taken after a page-changing action (the last few are kept).
-#[utoipa::path(get, path = "/v1/sessions/{id}/previews/{n}", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/previews/{n}", operation_id = "read_session_preview", tag = "sessions",
     params(("id" = String, Path, description = "the session id"),
            ("n" = u64, Path, description = "the preview number a step reported")),
     responses(
@@ -225,7 +225,7 @@ pub(super) async fn preview(
 }
 
 /// The session's replay log: every action, its outcome and its screenshot.
-#[utoipa::path(get, path = "/v1/sessions/{id}/replay", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/replay", operation_id = "read_session_replay", tag = "sessions",
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 200, description = "the replay log", body = Replay),
@@ -245,7 +245,7 @@ pub(super) async fn replay(
 }
 
 /// Closes a session.
-#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+#[utoipa::path(delete, path = "/v1/sessions/{id}", operation_id = "close_session", tag = "sessions",
     params(("id" = String, Path, description = "the session id")),
     responses(
         (status = 204, description = "closed"),

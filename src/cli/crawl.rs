@@ -131,7 +131,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         max_pages: args.max_pages,
         sitemap: args.sitemap,
         robots: !args.ignore_robots,
-        extract: Format::from(args.format),
+        format: Format::from(args.format),
         archive: args.archive,
         render: args.render.into(),
         cache_ttl: args.cache_ttl,

@@ -68,7 +68,7 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         .iter()
         .map(|url| {
             Job::Fetch(FetchJob {
-                extract: format,
+                format,
                 archive: args.archive,
                 ..FetchJob::new(url.clone())
             })

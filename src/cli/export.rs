@@ -16,7 +16,7 @@ use crate::config::Config;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The WARC file to write (gzip members, conventionally NAME.warc.gz); replaced if it
-    /// exists.
+    /// exists. When no stored page matches, nothing is written and the exit status is 1.
     #[arg(long, value_name = "FILE")]
     pub warc: PathBuf,
     /// Only pages whose URL (requested or final) starts with this.
@@ -73,6 +73,19 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
             }
         }
     }
+    if responses + revisits == 0 {
+        // Nothing matched: no file at all (an existing one stays as it was), not a WARC
+        // holding only its warcinfo record.
+        drop(writer);
+        std::fs::remove_file(&partial)
+            .with_context(|| format!("removing {}", partial.display()))?;
+        store.close().await;
+        eprintln!(
+            "trawl: no stored page matched; {} not written",
+            args.warc.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
     let mut sink = writer.finish()?;
     std::io::Write::flush(&mut sink)?;
     sink.get_ref().sync_all()?;
@@ -84,10 +97,5 @@ pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode>
         args.warc.display()
     )?;
     store.close().await;
-    Ok(if responses + revisits == 0 {
-        eprintln!("trawl: no stored page matched");
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::SUCCESS)
 }

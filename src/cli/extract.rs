@@ -69,7 +69,15 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let page_url = url::Url::parse(args.url.as_deref().unwrap_or("http://localhost/"))
         .context("--url must be an absolute URL")?;
     let decoded = charset::decode(&bytes, None, true);
-    let extracted = extract::extract_html(&decoded.text, &page_url, args.format.into())?;
+    // A document over the parsing budget fails here, before any tree is built, with the code
+    // a fetch of it would end with.
+    let extracted =
+        extract::extract_html(&decoded.text, &page_url, args.format.into()).map_err(|error| {
+            match error {
+                extract::Error::Limit(exceeded) => anyhow::anyhow!("extraction_limit: {exceeded}"),
+                other => anyhow::anyhow!("extraction_failed: {other}"),
+            }
+        })?;
     if args.json {
         let json = serde_json::json!({
             "title": extracted.title,

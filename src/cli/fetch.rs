@@ -55,7 +55,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     config.validate()?;
     let job = FetchJob {
-        extract: Format::from(args.format),
+        format: Format::from(args.format),
         max_chars: args.max_chars,
         cache_ttl: args.cache_ttl,
         render: args.render.into(),

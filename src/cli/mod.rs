@@ -57,7 +57,13 @@ use crate::config::Config;
 /// TRAWL_HTTP__MAX_BYTES), then flags. Logs go to stderr (TRAWL_LOG=debug for more; colours
 /// only on a terminal, never with NO_COLOR).
 #[derive(Debug, Parser)]
-#[command(name = "trawl", version, about, long_about)]
+#[command(
+    name = "trawl",
+    version,
+    about,
+    long_about,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// Configuration file, instead of the user's and ./trawl.toml [default: both, when
     /// present].
@@ -136,6 +142,17 @@ pub enum Command {
     /// Print the manual page (roff), generated from these --help texts: `trawl man >
     /// trawl.1 && man ./trawl.1`.
     Man,
+    /// Print this help, or the help of a subcommand (`trawl help read`).
+    // trawl's own rather than clap's generated one, which refuses `trawl help --help`.
+    Help(HelpArgs),
+}
+
+/// Arguments of `trawl help`.
+#[derive(Debug, clap::Args)]
+pub struct HelpArgs {
+    /// The subcommand to explain.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// URLs given as arguments, in a file, or on standard input (`run` and `enqueue`).
@@ -344,6 +361,29 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// `trawl help [COMMAND]`: the long help of trawl or of one subcommand.
+fn help(args: &HelpArgs) -> anyhow::Result<ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    // Builds the tree so a subcommand's usage line says `trawl read`, not `read`.
+    command.build();
+    let mut target = match &args.command {
+        None => command,
+        Some(name) => match command.find_subcommand(name) {
+            Some(subcommand) => subcommand.clone(),
+            None => {
+                command
+                    .error(
+                        clap::error::ErrorKind::InvalidSubcommand,
+                        format!("no subcommand {name:?}; `trawl help` lists them"),
+                    )
+                    .exit();
+            }
+        },
+    };
+    target.print_long_help()?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let load = |cli: &Cli| -> anyhow::Result<Config> {
@@ -363,7 +403,17 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Screenshot(args) => browse::screenshot(load(&cli)?, args).await,
         Command::Extract(args) => extract::run(args),
         Command::Fetch(args) => fetch::run(load(&cli)?, args).await,
-        Command::Read(args) => read::run(load(&cli)?, args).await,
+        Command::Read(args) => {
+            if let Err(error) = args.check() {
+                // A usage error, printed and exited with as clap does its own (status 2).
+                let mut command = <Cli as clap::CommandFactory>::command();
+                let read = command
+                    .find_subcommand_mut("read")
+                    .expect("read is a subcommand");
+                error.format(read).exit();
+            }
+            read::run(load(&cli)?, args).await
+        }
         Command::Grep(args) => grep::run(load(&cli)?, args).await,
         Command::Pages(args) => pages::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,
@@ -383,6 +433,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             out!("{}", String::from_utf8_lossy(&page))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Help(args) => help(args),
     }
 }
 

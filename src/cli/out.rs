@@ -51,8 +51,20 @@ pub(super) struct Output {
 impl Output {
     /// Creates `dir`, `dir/pages/` and `dir/pages.jsonl` (replaced if it exists).
     pub(super) fn create(dir: &Path, format: Format) -> anyhow::Result<Output> {
-        std::fs::create_dir_all(dir.join("pages"))
-            .with_context(|| format!("creating {}", dir.display()))?;
+        let pages = dir.join("pages");
+        // pages.jsonl is replaced; page files of an earlier run are not deleted (they may be
+        // someone's), so say they are there.
+        let earlier = std::fs::read_dir(&pages)
+            .map(|entries| entries.filter_map(Result::ok).count())
+            .unwrap_or(0);
+        if earlier > 0 {
+            eprintln!(
+                "trawl: {} already holds {earlier} file(s) from an earlier run; they are kept, \
+                 and pages.jsonl lists this run's pages only",
+                pages.display()
+            );
+        }
+        std::fs::create_dir_all(&pages).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("pages.jsonl");
         let file =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;

@@ -12,10 +12,10 @@ pub struct Args {
     /// The URL (as requested or as finally fetched).
     pub url: String,
     /// First line to print, from 1.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub from: u64,
-    /// Last line to print (inclusive) [default: the last line].
-    #[arg(long)]
+    /// Last line to print (inclusive, not before --from) [default: the last line].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub to: Option<u64>,
     /// Most characters of lines printed; 0 prints the whole range
     /// [config: api.read_max_chars, default: 8000].
@@ -25,6 +25,22 @@ pub struct Args {
     /// object GET /v1/pages answers.
     #[arg(long)]
     pub json: bool,
+}
+
+impl Args {
+    /// Refuses a range that ends before it starts, as a usage error (exit status 2).
+    pub(super) fn check(&self) -> Result<(), clap::Error> {
+        match self.to {
+            Some(to) if to < self.from => Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--to {to} is before --from {}: a range of lines ends at or after its start\n",
+                    self.from
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 pub(super) async fn run(config: Config, args: &Args) -> anyhow::Result<ExitCode> {

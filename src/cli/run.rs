@@ -37,7 +37,8 @@ pub struct Args {
     #[command(flatten)]
     pub input: UrlArgs,
     /// Write DIR/pages.jsonl (one line per input URL: the result, or {"url", "error"}) and
-    /// one file per page under DIR/pages/.
+    /// one file per page under DIR/pages/. pages.jsonl is replaced; files an earlier run left
+    /// in DIR/pages/ are kept (a warning says how many).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Format of the extracted text.
@@ -112,7 +113,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     let template = FetchJob {
         max_chars: args.max_chars,
         cache_ttl: args.cache_ttl,
-        extract: Format::from(args.format),
+        format: Format::from(args.format),
         archive: args.archive,
         render: args.render.into(),
         ..FetchJob::new("")

@@ -50,6 +50,15 @@ pub enum CrawlStatus {
 }
 
 impl CrawlStatus {
+    /// The snake_case name, as stored and serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrawlStatus::Running => "running",
+            CrawlStatus::Completed => "completed",
+            CrawlStatus::Cancelled => "cancelled",
+        }
+    }
+
     /// Parses the stored name.
     pub fn parse(text: &str) -> Option<CrawlStatus> {
         match text {

@@ -210,12 +210,15 @@ macro_rules! job_queries {
                              ELSE CAST($2 AS TEXT) END,
                          page_id = CASE WHEN cancel_requested = 1 THEN NULL
                              ELSE CAST($3 AS TEXT) END,
-                         error = COALESCE(CAST($4 AS TEXT), error),
-                         error_code = COALESCE(CAST($5 AS TEXT), error_code),
+                         error = CASE WHEN cancel_requested = 1 THEN '{}'
+                             ELSE COALESCE(CAST($4 AS TEXT), error) END,
+                         error_code = CASE WHEN cancel_requested = 1 THEN 'cancelled'
+                             ELSE COALESCE(CAST($5 AS TEXT), error_code) END,
                          finished_at = $6{}
                      WHERE id = $7 AND status IN ('queued', 'running')
                        AND (CAST($8 AS BIGINT) IS NULL OR attempts = CAST($8 AS BIGINT))
                      RETURNING status",
+                    super::records::CANCELLED_ERROR,
                     Self::DONE_SEQ
                 );
                 let done = sqlx::query(sqlx::AssertSqlSafe(update))

@@ -22,11 +22,15 @@ const ARCHIVE_COLUMNS: &str = "SELECT pages.rowid AS rowid, pages.id AS id, page
 /// The start of the statement that ends the jobs of a group commit's pages (see
 /// `Dialect::end_pages`), up to the value of `finished_at`; `v` holds the pages' `id`,
 /// `result` and `attempt`. A cancel request wins over the result.
-pub(super) const END_PAGES: &str = "UPDATE jobs SET
+pub(super) const END_PAGES: &str = r#"UPDATE jobs SET
          status = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'succeeded' END,
          result = CASE WHEN cancel_requested = 1 THEN NULL ELSE v.result END,
          page_id = CASE WHEN cancel_requested = 1 THEN NULL ELSE jobs.id END,
-         finished_at = ";
+         error = CASE WHEN cancel_requested = 1
+             THEN '{"code":"cancelled","message":"the job was cancelled","transient":false}'
+             ELSE error END,
+         error_code = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE error_code END,
+         finished_at = "#;
 
 /// The end of the statement that ends the jobs of a group commit's pages: first end wins, and
 /// only the attempt that fetched the page may end its job.
@@ -386,3 +390,15 @@ macro_rules! page_queries {
 
 page_queries!(super::sqlite::SqliteStore);
 page_queries!(super::postgres::PgStore);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_cancelled_page_job_ends_with_the_one_cancelled_error() {
+        let quoted = format!("'{}'", super::super::records::CANCELLED_ERROR);
+        assert!(super::END_PAGES.contains(&quoted));
+        let error: trawl_workers::job::JobError =
+            serde_json::from_str(super::super::records::CANCELLED_ERROR).expect("a job error");
+        assert_eq!(error.code, trawl_workers::job::ErrorCode::Cancelled);
+    }
+}

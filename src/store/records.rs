@@ -246,6 +246,12 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// The error a cancelled job ends with, as stored (a `JobError`'s JSON): it replaces the
+/// error of an earlier failed attempt, so a cancelled job never shows `connect_error`.
+/// `pages::END_PAGES` holds the same text (a test checks it).
+pub(super) const CANCELLED_ERROR: &str =
+    r#"{"code":"cancelled","message":"the job was cancelled","transient":false}"#;
+
 impl Outcome {
     /// The values an engine writes to end a job with this outcome.
     pub(super) fn ending(&self) -> Ending {

@@ -299,7 +299,7 @@ async fn a_batch_runs_to_completion_and_is_polled() {
     let api = Api::start(&[], true).await;
     let jobs = serde_json::json!({"jobs": [
         {"kind": "fetch", "url": site.url("/article/1")},
-        {"kind": "fetch", "url": site.url("/site/7"), "extract": "text"},
+        {"url": site.url("/site/7"), "format": "text"},
         {"kind": "fetch", "url": site.url("/status/404")},
     ]});
     let (status, submitted) = api.call("POST", "/v1/jobs", Some(jobs)).await;
@@ -314,7 +314,10 @@ async fn a_batch_runs_to_completion_and_is_polled() {
     let first = api.wait_ended(&ids[0]).await;
     assert_eq!(first["status"], "succeeded");
     assert!(first["result"]["content"]["text"].is_string());
-    assert_eq!(api.wait_ended(&ids[1]).await["status"], "succeeded");
+    // Issue "wrong answers": `kind` defaults to `fetch`, and `format` is the one name of the
+    // output format (as in /v1/fetch and the CLI).
+    let second = api.wait_ended(&ids[1]).await;
+    assert_eq!(second["status"], "succeeded", "{second}");
     let failed = api.wait_ended(&ids[2]).await;
     assert_eq!(failed["status"], "failed");
     assert_eq!(failed["error"]["code"], "http_status");
@@ -645,8 +648,12 @@ async fn crawls_start_report_and_cancel_over_the_api() {
     }
     assert_eq!(record["status"], "completed", "{record}");
     assert_eq!(record["counters"]["fetched"], 1, "{record}");
-    let (status, _) = api.call("DELETE", &format!("/v1/crawls/{id}"), None).await;
+    let (status, body) = api.call("DELETE", &format!("/v1/crawls/{id}"), None).await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // Issue "wrong answers": the message lowercased the (upper-case ULID) id.
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&id), "{message}");
+    assert!(message.contains("(completed)"), "{message}");
     let (status, _) = api.call("GET", "/v1/crawls/nope", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
@@ -888,4 +895,26 @@ async fn a_crawl_webhook_receives_its_pages_events_and_one_completion() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+/// Issue "wrong answers": one status per code. A bad query string is `bad_request` (400), a
+/// body that does not fit is `invalid_request` (422); lines are numbered from 1, as the
+/// OpenAPI document says (`minimum: 1`).
+#[tokio::test]
+async fn query_and_body_faults_each_have_their_one_code_and_status() {
+    let api = Api::start(&[], false).await;
+    for query in ["url=x&from=abc", "url=x&from=0", "url=x&to=0", "from=1"] {
+        let (status, body) = api.call("GET", &format!("/v1/pages?{query}"), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(body["error"]["code"], "bad_request", "{query}: {body}");
+    }
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"kind": "fetch"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_request", "{body}");
 }

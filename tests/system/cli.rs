@@ -628,3 +628,172 @@ async fn batches_and_crawls_have_status_pages_out_files_and_archives() {
     let unknown = output(trawl(&data).args(["status", "01NOSUCHID"])).await;
     assert_eq!(unknown.status.code(), Some(1));
 }
+
+/// Issue "fetch hazards": `trawl extract` on a 200,000-deep local file ran 88 s with no
+/// limit. The parsing budget refuses it before any tree is built.
+#[tokio::test]
+async fn extract_refuses_a_document_over_the_parsing_budget_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("deep.html");
+    let depth = 200_000;
+    let html = format!(
+        "<html><body>{}deep text{}</body></html>",
+        "<div>".repeat(depth),
+        "</div>".repeat(depth)
+    );
+    std::fs::write(&path, html).expect("writes");
+    let started = std::time::Instant::now();
+    let run = output(trawl(dir.path()).arg("extract").arg(&path)).await;
+    let took = started.elapsed();
+    assert!(!run.status.success());
+    assert!(
+        stderr(&run).contains("extraction_limit"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}
+
+/// Issue "wrong answers": `trawl read --from 5 --to 2` printed "lines 5-4" with exit 0.
+#[tokio::test]
+async fn read_refuses_a_range_that_ends_before_it_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let backwards =
+        output(trawl(dir.path()).args(["read", "http://a.test/", "--from", "5", "--to", "2"]))
+            .await;
+    assert_eq!(backwards.status.code(), Some(2), "{}", stderr(&backwards));
+    assert!(
+        stderr(&backwards).contains("--to 2"),
+        "{}",
+        stderr(&backwards)
+    );
+    assert!(stdout(&backwards).is_empty());
+    let zero = output(trawl(dir.path()).args(["read", "http://a.test/", "--from", "0"])).await;
+    assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+}
+
+/// Issue "wrong answers": `export --crawl NOPE` wrote a 326-byte file before saying nothing
+/// matched.
+#[tokio::test]
+async fn export_with_nothing_matching_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let warc = dir.path().join("out.warc.gz");
+    let run = output(
+        trawl(dir.path())
+            .args(["export", "--crawl", "NOPE", "--warc"])
+            .arg(&warc),
+    )
+    .await;
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("no stored page matched"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!warc.exists(), "no file is written");
+    assert!(!warc.with_extension("partial").exists());
+    // An existing file is left as it was.
+    std::fs::write(&warc, b"earlier export").expect("writes");
+    let again = output(
+        trawl(dir.path())
+            .args(["export", "--crawl", "NOPE", "--warc"])
+            .arg(&warc),
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(std::fs::read(&warc).expect("reads"), b"earlier export");
+}
+
+/// Issue "wrong answers": `trawl config` omitted unset keys though the README says it prints
+/// every key. Every key of the README's configuration table is printed (the unset ones as
+/// comments), and every key printed is in the table.
+#[tokio::test]
+async fn config_prints_every_key_the_readme_lists() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = output(trawl(dir.path()).arg("config")).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    let printed = stdout(&run);
+    let table: toml::Table = printed.parse().expect("the output is TOML");
+    let mut keys = std::collections::BTreeSet::new();
+    for (key, value) in &table {
+        match value {
+            toml::Value::Table(section) => {
+                keys.extend(section.keys().map(|inner| format!("{key}.{inner}")));
+            }
+            _ => {
+                keys.insert(key.clone());
+            }
+        }
+    }
+    for line in printed.lines() {
+        if let Some(key) = line
+            .strip_prefix("# ")
+            .and_then(|rest| rest.strip_suffix(" ="))
+        {
+            assert!(keys.insert(key.to_owned()), "{key} both set and unset");
+        }
+    }
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split("\n## Configuration\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("the README has a configuration section");
+    let documented: std::collections::BTreeSet<String> = section
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`'))
+        .map(|(key, _)| key.to_owned())
+        .collect();
+    assert_eq!(
+        keys, documented,
+        "`trawl config` and the README's configuration table name different keys"
+    );
+}
+
+/// Issue "wrong answers": `trawl help --help` failed.
+#[tokio::test]
+async fn help_has_help() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = output(trawl(dir.path()).args(["help", "--help"])).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stdout(&run).contains("help"), "{}", stdout(&run));
+    let run = output(trawl(dir.path()).args(["help", "read"])).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stdout(&run).contains("--from"), "{}", stdout(&run));
+}
+
+/// Issue "wrong answers": `--out` reused kept an earlier run's files in `pages/` silently.
+#[tokio::test]
+async fn run_says_when_out_holds_an_earlier_runs_files() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let first = output(
+        trawl(&dir.path().join("data"))
+            .args(["run", "--quiet", "--allow-private-network", "--out"])
+            .arg(&out)
+            .arg(server.url("/article/1")),
+    )
+    .await;
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        !stderr(&first).contains("earlier run"),
+        "{}",
+        stderr(&first)
+    );
+    let second = output(
+        trawl(&dir.path().join("data"))
+            .args(["run", "--quiet", "--allow-private-network", "--out"])
+            .arg(&out)
+            .arg(server.url("/article/2")),
+    )
+    .await;
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("1 file(s) from an earlier run"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(jsonl(&out.join("pages.jsonl")).len(), 1);
+}

@@ -158,7 +158,7 @@ async fn the_cache_serves_fresh_pages_and_a_zero_ttl_bypasses_it() {
     let text = enqueue(
         &context,
         FetchJob {
-            extract: trawl_workers::job::Format::Text,
+            format: trawl_workers::job::Format::Text,
             ..FetchJob::new(&url)
         },
     )

@@ -9,6 +9,7 @@ use crate::engines::{TestDb, on_both_engines};
 on_both_engines!(
     a_bad_batch_changes_nothing,
     the_first_end_of_a_job_wins,
+    a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry,
     pages_finished_together_are_committed_in_groups_without_mixing_jobs,
     two_stores_on_one_database_end_each_job_once_in_done_seq_order,
     crawls_keep_their_seen_set_counters_and_budget,
@@ -71,6 +72,64 @@ async fn the_first_end_of_a_job_wins(db: TestDb) {
     assert!(job.result.is_none());
     assert_eq!(job.error.expect("error").code, ErrorCode::HttpStatus);
     assert_eq!(job.done_seq, Some(1));
+}
+
+/// Issue "wrong answers": a job cancelled after a failed attempt kept `error.code:
+/// connect_error`.
+async fn a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry(db: TestDb) {
+    let store = db.open().await;
+    let ids: Vec<String> = (0..2).map(|_| ulid::Ulid::generate().to_string()).collect();
+    let jobs: Vec<NewJob> = ids.iter().map(|id| new_job(id, "c")).collect();
+    store.create_jobs(&jobs).await.expect("creates");
+    let refused = JobError::new(ErrorCode::ConnectError, "connect failed: refused");
+    for id in &ids {
+        store.begin_attempt(id).await.expect("starts");
+        store.record_retry(id, &refused).await.expect("records");
+        assert_eq!(
+            store.request_cancel(id).await.expect("cancels"),
+            trawl::store::Cancel::Requested
+        );
+    }
+    // One attempt ends failing again, the other with a page: the cancel request wins both.
+    let failed = Outcome::Failed(refused.clone());
+    assert_eq!(
+        store.finish(&ids[0], &failed).await.expect("ends"),
+        Some(Status::Cancelled)
+    );
+    let url = "https://example.com/c";
+    let info = page_info(url);
+    let page = trawl::store::NewPage {
+        url,
+        final_url: url,
+        options_hash: "o",
+        info: &info,
+        text: "text",
+        raw: b"<p>text</p>",
+        headers: &[],
+        ip: None,
+        archive: false,
+        attempt: None,
+        tenant: trawl::tenant::DEFAULT,
+    };
+    let (_, ended) = store
+        .finish_with_page(&ids[1], page, |_| "{}".to_owned())
+        .await
+        .expect("stores");
+    assert_eq!(ended, Some(Status::Cancelled));
+    for id in &ids {
+        let job = store.job(id).await.expect("reads").expect("exists");
+        assert_eq!(job.status, Status::Cancelled);
+        let error = job.error.expect("a cancelled job says so");
+        assert_eq!(error.code, ErrorCode::Cancelled, "{error:?}");
+        assert!(!error.transient);
+    }
+    let failed_codes = store.count_by_status(Some("c")).await.expect("counts");
+    assert!(
+        failed_codes
+            .iter()
+            .all(|(status, _)| *status == Status::Cancelled),
+        "{failed_codes:?}"
+    );
 }
 
 fn page_info(url: &str) -> trawl_workers::fetch::PageInfo {

@@ -170,6 +170,10 @@ pub enum Error {
         /// The limit.
         seconds: u64,
     },
+    /// The document is over the parsing budget (too many or too deeply nested elements):
+    /// refused before its tree was built.
+    #[error("extraction refused: {0}")]
+    ExtractionBudget(web::budget::Exceeded),
     /// Extraction failed (a panic inside a parser, a bad page URL).
     #[error("extraction failed: {0}")]
     Extraction(String),
@@ -184,7 +188,9 @@ impl Error {
             Error::UnsupportedContentType(_) => ErrorCode::UnsupportedContentType,
             Error::BlockPage(page) => page.code,
             Error::Pdf(_) | Error::Extraction(_) => ErrorCode::ExtractionFailed,
-            Error::ExtractionTimeout { .. } => ErrorCode::ExtractionLimit,
+            Error::ExtractionTimeout { .. } | Error::ExtractionBudget(_) => {
+                ErrorCode::ExtractionLimit
+            }
         }
     }
 
@@ -313,7 +319,7 @@ pub async fn run_guarded(
             warnings.extend(decoded.warning);
             let page_url = response.final_url.clone();
             let extracted =
-                match extract_document(deps, decoded.text, page_url, status, job.extract).await {
+                match extract_document(deps, decoded.text, page_url, status, job.format).await {
                     Err(Error::HttpStatus { .. }) => return Err(status_error(&response)),
                     other => other?,
                 };
@@ -339,7 +345,7 @@ pub async fn run_guarded(
             ..extracted.meta
         },
         outline: extracted.outline,
-        format: job.extract,
+        format: job.format,
         fetched_at,
         took_ms: started.elapsed().as_millis() as u64,
     };
@@ -373,8 +379,11 @@ pub async fn extract_document(
     format: Format,
 ) -> Result<extract::Extracted, Error> {
     let (extracted, block) = spawn_extraction(deps, move || {
-        let extracted = extract::extract_html(&html, &page_url, format)
-            .map_err(|error| Error::Extraction(error.to_string()))?;
+        let extracted =
+            extract::extract_html(&html, &page_url, format).map_err(|error| match error {
+                extract::Error::Limit(exceeded) => Error::ExtractionBudget(exceeded),
+                other => Error::Extraction(other.to_string()),
+            })?;
         let block = blockpage::detect(status, &html, &extracted);
         Ok((extracted, block))
     })

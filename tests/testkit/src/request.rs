@@ -50,6 +50,8 @@ pub(crate) enum Head {
     Complete(Vec<u8>, Vec<u8>),
     TooLarge,
     Closed,
+    /// The client spoke TLS (a handshake record) to this plain-HTTP server.
+    Tls,
 }
 
 /// Reads until the end of the head (`\r\n\r\n`), giving up past 64 KiB.
@@ -60,6 +62,10 @@ pub(crate) async fn read_head(stream: &mut TcpStream) -> io::Result<Head> {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
             return Ok(Head::Closed);
+        }
+        // 0x16 opens a TLS handshake record: an https client at a plain-HTTP port.
+        if buf.is_empty() && chunk[0] == 0x16 {
+            return Ok(Head::Tls);
         }
         let searched_from = buf.len().saturating_sub(3);
         buf.extend_from_slice(&chunk[..n]);

@@ -86,8 +86,12 @@ impl RecordedRequest {
 /// bomb, `Content-Encoding: gzip, gzip`).
 ///
 /// Hostile transport:
-/// - `/big?bytes=N` — exactly `N` bytes (default 1 MiB) of HTML-ish text with
-///   `Content-Length: N`, streamed in 64 KiB writes.
+/// - `/big?bytes=N&status=S` — exactly `N` bytes (default 1 MiB) of HTML-ish text with
+///   `Content-Length: N`, streamed in 64 KiB writes, under status `S` (default 200).
+/// - `/te-and-cl` — `Transfer-Encoding: chunked` and `Content-Length: 5` at once, then a
+///   well-formed chunked body.
+/// - Any path over https (a TLS handshake at this plain-HTTP server) — a plain-text 400, as
+///   plain-HTTP servers answer.
 /// - `/chunked-forever` — chunked body, one small chunk every 10 ms, until
 ///   the client leaves.
 /// - `/drip` — headers with `Content-Length: 100` at once, then one body byte
@@ -285,6 +289,16 @@ async fn handle(stream: TcpStream, ctx: &Ctx) -> io::Result<()> {
     let (head, rest) = match read_head(&mut conn.stream).await? {
         Head::Complete(head, rest) => (head, rest),
         Head::Closed => return Ok(()),
+        // As plain-HTTP servers do (nginx, hyper): a 400 in plain text, which the client's TLS
+        // layer reads as a corrupt record.
+        Head::Tls => {
+            conn.html(
+                400,
+                &simple_page("Bad Request", "This server speaks plain HTTP."),
+            )
+            .await?;
+            return lingering_close(conn.stream).await;
+        }
         Head::TooLarge => {
             conn.html(
                 431,

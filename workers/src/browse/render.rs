@@ -79,7 +79,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
     };
     let page_url = url::Url::parse(&final_url)
         .map_err(|error| JobError::new(ErrorCode::NavigationFailed, error.to_string()))?;
-    let extracted = fetch::extract_document(deps, html.clone(), page_url, status, job.extract)
+    let extracted = fetch::extract_document(deps, html.clone(), page_url, status, job.format)
         .await
         .map_err(|error| error.to_job_error())?;
     let mut warnings = Vec::new();
@@ -101,7 +101,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         links: extracted.links,
         meta: extracted.meta,
         outline: extracted.outline,
-        format: job.extract,
+        format: job.format,
         fetched_at: jiff::Timestamp::now().to_string(),
         took_ms: started.elapsed().as_millis() as u64,
     };

@@ -42,9 +42,10 @@ pub struct CrawlSpec {
     /// Obey robots.txt (and its Crawl-delay); on by default.
     #[serde(default = "default_true")]
     pub robots: bool,
-    /// The format of each page's text.
-    #[serde(default)]
-    pub extract: Format,
+    /// The format of each page's text. Also accepted as `extract`, its former name (for one
+    /// release).
+    #[serde(default, alias = "extract")]
+    pub format: Format,
     /// Archive every page (search index and WARC).
     #[serde(default)]
     pub archive: bool,
@@ -92,7 +93,7 @@ impl CrawlSpec {
             max_pages: default_max_pages(),
             sitemap: false,
             robots: true,
-            extract: Format::default(),
+            format: Format::default(),
             archive: false,
             render: Render::default(),
             proxy: None,

@@ -39,9 +39,10 @@ pub struct FetchJob {
     /// The http or https URL to fetch.
     #[schema(format = "uri")]
     pub url: String,
-    /// The output format of `content.text`.
-    #[serde(default)]
-    pub extract: Format,
+    /// The output format of `content.text`. Also accepted as `extract`, its former name
+    /// (for one release).
+    #[serde(default, alias = "extract")]
+    pub format: Format,
     /// Characters of `content.text` returned in the result (the whole text is always stored);
     /// `None` takes the configured default, and any value is bounded by the configured cap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -145,7 +146,7 @@ impl FetchJob {
     pub fn new(url: impl Into<String>) -> Self {
         FetchJob {
             url: url.into(),
-            extract: Format::default(),
+            format: Format::default(),
             max_chars: None,
             cache_ttl: None,
             archive: false,

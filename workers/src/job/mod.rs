@@ -116,7 +116,24 @@ mod tests {
         assert_eq!(job, Job::Fetch(FetchJob::new("https://example.com/")));
         let json = serde_json::to_value(&job).expect("serialises");
         assert_eq!(json["kind"], "fetch");
-        assert_eq!(json["extract"], "markdown");
+        assert_eq!(json["format"], "markdown");
+        assert!(json.get("extract").is_none(), "one name: {json}");
+    }
+
+    #[test]
+    fn the_former_name_of_format_is_still_accepted() {
+        let job: Job = serde_json::from_str(
+            r#"{"kind":"fetch","url":"https://example.com/","extract":"text"}"#,
+        )
+        .expect("the alias is accepted");
+        let Job::Fetch(job) = job else {
+            panic!("a fetch job")
+        };
+        assert_eq!(job.format, Format::Text);
+        let spec: CrawlSpec =
+            serde_json::from_str(r#"{"seeds":["https://example.com/"],"extract":"html"}"#)
+                .expect("the alias is accepted in crawls too");
+        assert_eq!(spec.format, Format::Html);
     }
 
     #[test]

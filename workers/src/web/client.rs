@@ -35,11 +35,16 @@ use route::{Proxies, Route, build_http};
 
 use super::dns::Dns;
 use super::proxy::Choice;
-use super::ssrf::Policy;
+use super::ssrf::{Policy, UrlError};
 
 /// Largest response body [`Client::post`] reads (64 KiB): the answer to a POST is an
 /// acknowledgement, not content.
 pub const POST_RESPONSE_MAX_BYTES: u64 = 64 * 1024;
+
+/// Most bytes of an error response's body (status 400 and above) a GET reads (64 KiB):
+/// enough for a block page or an error's detail; the rest is not read, so a huge error body
+/// neither hides the status behind `too_large` nor costs its transfer.
+pub const ERROR_BODY_MAX_BYTES: u64 = 64 * 1024;
 
 /// Request headers [`Client::post`] refuses from its caller: they decide framing and routing,
 /// which belong to the client.
@@ -134,9 +139,17 @@ impl Client {
         &self.config
     }
 
-    /// Parses and checks a URL given by a user, without any network use.
+    /// Parses and checks a URL given by a user, without any network use: the policy's checks
+    /// ([`Policy::parse_url`]), and no user name or password unless
+    /// `http.allow_url_credentials`.
     pub fn parse_url(&self, input: &str) -> Result<Url, Error> {
-        Ok(self.policy.parse_url(input)?)
+        let url = self.policy.parse_url(input)?;
+        if !self.config.allow_url_credentials
+            && (!url.username().is_empty() || url.password().is_some())
+        {
+            return Err(Error::Url(UrlError::Credentials));
+        }
+        Ok(url)
     }
 
     /// GETs `url`, following redirects by hand, with `max_bytes` as the body limit (the
@@ -284,6 +297,18 @@ impl Client {
                 None => error,
             }
         })?;
+        // Both framings at once is how request smuggling and response splitting start
+        // (RFC 9112 §6.3 lets a client refuse it); hyper would silently prefer
+        // Transfer-Encoding.
+        if response.version() <= reqwest::Version::HTTP_11
+            && response.headers().contains_key(header::TRANSFER_ENCODING)
+            && response.headers().contains_key(header::CONTENT_LENGTH)
+        {
+            return Err(Error::Protocol(format!(
+                "{}: response has both transfer-encoding and content-length",
+                origin_of(url)
+            )));
+        }
         // Through a configured proxy the address is the proxy's, which the operator chose.
         if let Some(addr) = response.remote_addr()
             && !route.trusted

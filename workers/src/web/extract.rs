@@ -1,4 +1,6 @@
-//! HTML in, main content out: one parse (dom_query), a nesting guard, metadata and links read
+//! HTML in, main content out: the parsing budget (`web::budget`: too many or too deeply nested
+//! elements are refused before any tree is built), one parse (dom_query), a nesting guard,
+//! metadata and links read
 //! from the whole page, boilerplate pruning (`web::prune`), Readability (dom_smoothie) to find
 //! the article, then markdown, text or HTML, normalised, with its heading outline. When no
 //! article is found the whole body is converted and the result says so.
@@ -11,6 +13,7 @@ use dom_smoothie::{Readability, TextMode};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use super::budget;
 use super::normalize::normalize_url;
 use super::prune;
 use crate::job::{Extractor, Format, Meta};
@@ -59,10 +62,16 @@ pub enum Error {
     /// The page URL is not absolute (a caller bug; fetched URLs always are).
     #[error("page url is not absolute")]
     BadUrl,
+    /// The document is over the parsing budget (`extraction_limit`); no tree was built.
+    #[error(transparent)]
+    Limit(#[from] budget::Exceeded),
 }
 
-/// Extracts the main content of `html`, fetched from `page_url`, as `format`.
+/// Extracts the main content of `html`, fetched from `page_url`, as `format`. A document
+/// over the parsing budget ([`budget::check`]) is [`Error::Limit`], found before any tree is
+/// built.
 pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extracted, Error> {
+    budget::check(html)?;
     let document = Document::from(html);
     let mut warnings: Vec<String> = Vec::new();
     let flattened = flatten_deep_nesting(&document, MAX_DEPTH);
@@ -371,7 +380,7 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_flattened_without_recursion() {
-        let depth = 20_000;
+        let depth = budget::MAX_NESTING - 10;
         let html = format!(
             "{}deep text{}",
             "<div>".repeat(depth),
@@ -380,6 +389,24 @@ mod tests {
         let extracted = extract_html(&html, &url(), Format::Markdown).expect("extracts");
         assert!(extracted.text.contains("deep text"));
         assert!(extracted.warning.expect("warning").contains("flattened"));
+    }
+
+    #[test]
+    fn nesting_over_the_budget_is_refused_before_parsing() {
+        let depth = 200_000;
+        let html = format!(
+            "{}deep text{}",
+            "<div>".repeat(depth),
+            "</div>".repeat(depth)
+        );
+        let started = std::time::Instant::now();
+        let error = extract_html(&html, &url(), Format::Markdown).expect_err("over budget");
+        assert!(matches!(error, Error::Limit(_)), "{error}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! text. `client`: URL in, bounded response out, every hop and every address checked.
 //! `ssrf`: the destination policy. `dns`: resolution behind the policy. `proxy`: the
 //! configured outbound proxies and how a request picks one (a job's own choice is the
-//! contract's, re-exported). `charset`: bytes to text. `extract`: HTML to main content, links
+//! contract's, re-exported). `charset`: bytes to text. `budget`: what parsing an HTML document
+//! would cost, measured before the tree is built. `extract`: HTML to main content, links
 //! and metadata. `prune`: boilerplate rules around Readability. `blockpage`: walls,
 //! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation.
 //!
@@ -10,6 +11,7 @@
 //! the contract's error codes and output types (`crate::job`) and nothing else of the crate.
 
 pub mod blockpage;
+pub mod budget;
 pub mod charset;
 pub mod client;
 pub mod dns;

@@ -1,9 +1,11 @@
 //! SSRF policy: decides, without any I/O, whether a destination may be fetched.
 //!
 //! This module classifies destinations: it parses user-supplied URLs strictly
-//! ([`Policy::parse_url`]), refuses every scheme other than `http`/`https`,
-//! refuses port 0, applies the configured host allow and block lists
-//! ([`Policy::check_host`]), blocks `localhost`-style names, and classifies
+//! ([`Policy::parse_url`]: at most [`MAX_URL_BYTES`], no forbidden code
+//! points in the authority, IPv4 literals only as dotted quads), refuses every
+//! scheme other than `http`/`https`, refuses port 0, applies the configured
+//! host allow and block lists ([`Policy::check_host`]), blocks `localhost`-style
+//! names, cloud metadata names and `*.internal` names, and classifies
 //! literal IPv4/IPv6 hosts and resolved addresses ([`Policy::check_ip`],
 //! [`classify`]) into loopback, private, link-local, cloud metadata, CGNAT,
 //! multicast, broadcast, reserved, unspecified, documentation and unique-local
@@ -19,6 +21,15 @@
 //! before any DNS lookup.
 //!
 //! Decisions worth knowing:
+//! - Names are refused before any DNS lookup when they are cloud metadata
+//!   names (`metadata.google.internal`, `metadata.goog`, `instance-data`,
+//!   whatever the configuration) or end in `.internal` and are not listed in
+//!   `internal_hosts`: such names resolve to the provider's internal network,
+//!   which the address classes alone may not recognise.
+//! - A legacy IPv4 literal (`2130706433`, `0x7f.1`, `127.1`, `0177.0.0.1`,
+//!   full-width digits, percent-encoded digits) is refused by
+//!   [`Policy::parse_url`] as invalid rather than normalised: such spellings
+//!   exist to slip past filters, never to name a web server.
 //! - `allow_private_network` relaxes exactly [`BlockReason::Loopback`],
 //!   [`BlockReason::Private`], [`BlockReason::LinkLocal`],
 //!   [`BlockReason::Cgnat`] and [`BlockReason::UniqueLocal`] (and the
@@ -87,8 +98,10 @@ pub enum BlockReason {
     BlockedHost,
     /// An allow list is configured and the host is not on it.
     NotAllowlisted,
-    /// The port is not allowed (port 0).
+    /// The port is not allowed (port 0, in a browser's CONNECT).
     Port,
+    /// A `*.internal` name not listed in `internal_hosts`.
+    InternalName,
 }
 
 impl BlockReason {
@@ -111,6 +124,7 @@ impl BlockReason {
             BlockReason::BlockedHost => "blocked_host",
             BlockReason::NotAllowlisted => "not_allowlisted",
             BlockReason::Port => "port",
+            BlockReason::InternalName => "internal_name",
         }
     }
 
@@ -148,6 +162,31 @@ pub enum UrlError {
     /// The URL has no host.
     #[error("invalid URL: no host")]
     MissingHost,
+    /// The URL is longer than [`MAX_URL_BYTES`].
+    #[error("invalid URL: longer than {limit} bytes")]
+    TooLong {
+        /// The limit.
+        limit: usize,
+    },
+    /// The authority holds a code point a host may not hold (a space, `<`, `>`, `^`, `|`, a
+    /// second `@`), which parsers read differently.
+    #[error("invalid URL: {0:?} is not allowed in the host part")]
+    ForbiddenCodePoint(char),
+    /// An IPv4 address spelt other than as four decimal numbers (`2130706433`, `0x7f.1`,
+    /// `127.1`, `0177.0.0.1`, full-width or percent-encoded digits).
+    #[error("invalid URL: the IPv4 address {0:?} is not a dotted quad")]
+    LegacyIpv4(String),
+    /// Port 0, which no server listens on.
+    #[error("invalid URL: port 0")]
+    PortZero,
+    /// A user name or password in the URL (refused by the client unless
+    /// `http.allow_url_credentials`): it would be sent as Basic auth to every hop.
+    #[error(
+        "invalid URL: a user name or password in the URL would be sent as basic auth; give \
+         credentials as a browse job's `credentials.headers` (an Authorization header), or set \
+         http.allow_url_credentials"
+    )]
+    Credentials,
     /// The destination is refused by the policy.
     #[error("blocked destination {host}: {reason}")]
     Blocked {
@@ -163,9 +202,14 @@ impl UrlError {
     /// `blocked_destination` (with [`UrlError::block_reason`] as detail).
     pub fn code(&self) -> &'static str {
         match self {
-            UrlError::Invalid(_) | UrlError::ControlCharacter | UrlError::MissingHost => {
-                "invalid_url"
-            }
+            UrlError::Invalid(_)
+            | UrlError::ControlCharacter
+            | UrlError::MissingHost
+            | UrlError::TooLong { .. }
+            | UrlError::ForbiddenCodePoint(_)
+            | UrlError::LegacyIpv4(_)
+            | UrlError::PortZero
+            | UrlError::Credentials => "invalid_url",
             UrlError::UnsupportedScheme(_) => "unsupported_scheme",
             UrlError::Blocked { .. } => "blocked_destination",
         }
@@ -187,7 +231,7 @@ pub enum PolicyError {
     /// pattern (it would never match).
     #[error("invalid entry {entry:?} in {list}")]
     InvalidHostEntry {
-        /// `"allow_hosts"` or `"block_hosts"`.
+        /// `"allow_hosts"`, `"block_hosts"` or `"internal_hosts"`.
         list: &'static str,
         /// The offending entry, as configured.
         entry: String,
@@ -210,7 +254,19 @@ pub struct Policy {
     /// Exact hosts, or `*.example.com`, which matches `example.com` and any
     /// subdomain of it. Compared like `allow_hosts`.
     pub block_hosts: Vec<String>,
+    /// Names under `.internal` that may be fetched: exact hosts, or `*.corp.internal`, which
+    /// matches `corp.internal` and its subdomains. Every other `*.internal` name is refused
+    /// before DNS. Cloud metadata names stay refused whatever this says, and the addresses
+    /// a listed name resolves to are still checked.
+    pub internal_hosts: Vec<String>,
 }
+
+/// The longest URL [`Policy::parse_url`] accepts, in bytes (8 KiB): longer ones are refused
+/// before parsing, since servers refuse them too and a queue should not carry them.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+
+/// Cloud instance metadata names, refused before DNS whatever the configuration says.
+const METADATA_NAMES: [&str; 3] = ["metadata.google.internal", "metadata.goog", "instance-data"];
 
 /// A host normalised for comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,6 +360,46 @@ fn is_localhost_name(domain: &str) -> bool {
         )
 }
 
+/// `*.internal` (ICANN reserved it for private use; clouds name their internal hosts so).
+fn is_internal_name(domain: &str) -> bool {
+    domain == "internal" || domain.ends_with(".internal")
+}
+
+/// Checks the authority as written, before the URL parser rewrote it: no code point that
+/// parsers disagree on (a space, `<`, `>`, `^`, `|`, a second `@`), and an IPv4 host written
+/// as the dotted quad it parsed to. The authority is what follows the scheme and its
+/// slashes (or backslashes, which special schemes read as slashes), up to the path, query
+/// or fragment.
+fn check_authority(input: &str, url: &Url) -> Result<(), UrlError> {
+    let Some((_, rest)) = input.split_once(':') else {
+        return Ok(());
+    };
+    let rest = rest.trim_start_matches(['/', '\\']);
+    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    if let Some(c) = authority
+        .chars()
+        .find(|c| matches!(c, ' ' | '<' | '>' | '^' | '|' | '"' | '`' | '{' | '}'))
+    {
+        return Err(UrlError::ForbiddenCodePoint(c));
+    }
+    if authority.matches('@').count() > 1 {
+        return Err(UrlError::ForbiddenCodePoint('@'));
+    }
+    if let Some(Host::Ipv4(ip)) = url.host() {
+        let host_port = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let host = host_port
+            .rsplit_once(':')
+            .map_or(host_port, |(host, _)| host);
+        if host != ip.to_string() {
+            return Err(UrlError::LegacyIpv4(host.to_owned()));
+        }
+    }
+    Ok(())
+}
+
 fn control_character(c: char) -> bool {
     // C0, DEL and C1 controls. The url crate silently strips tab, CR and LF
     // and trims C0/space, so they must be refused before parsing.
@@ -317,6 +413,11 @@ impl Policy {
     /// them), then parses with [`url::Url::parse`] and applies
     /// [`Policy::check_url`].
     pub fn parse_url(&self, input: &str) -> Result<Url, UrlError> {
+        if input.len() > MAX_URL_BYTES {
+            return Err(UrlError::TooLong {
+                limit: MAX_URL_BYTES,
+            });
+        }
         if input.chars().any(control_character) {
             return Err(UrlError::ControlCharacter);
         }
@@ -326,6 +427,7 @@ impl Policy {
             ));
         }
         let url = Url::parse(input).map_err(|e| UrlError::Invalid(e.to_string()))?;
+        check_authority(input, &url)?;
         self.check_url(&url)?;
         Ok(url)
     }
@@ -348,7 +450,7 @@ impl Policy {
             reason,
         };
         if url.port() == Some(0) {
-            return Err(blocked(BlockReason::Port));
+            return Err(UrlError::PortZero);
         }
         let host = norm_url_host(&host).ok_or(UrlError::MissingHost)?;
         self.check_norm_host(&host).map_err(blocked)
@@ -379,6 +481,18 @@ impl Policy {
             NormHost::Domain(domain) => {
                 if is_localhost_name(domain) && !self.allow_private_network {
                     return Err(BlockReason::Loopback);
+                }
+                if METADATA_NAMES.contains(&domain.as_str()) {
+                    return Err(BlockReason::Metadata);
+                }
+                if is_internal_name(domain)
+                    && !self
+                        .internal_hosts
+                        .iter()
+                        .filter_map(|entry| parse_block_entry(entry))
+                        .any(|pattern| pattern.matches(host))
+                {
+                    return Err(BlockReason::InternalName);
                 }
             }
         }
@@ -437,15 +551,19 @@ impl Policy {
                 entry: entry.clone(),
             });
         }
-        if let Some(entry) = self
-            .block_hosts
-            .iter()
-            .find(|entry| parse_block_entry(entry).is_none())
-        {
-            return Err(PolicyError::InvalidHostEntry {
-                list: "block_hosts",
-                entry: entry.clone(),
-            });
+        for (list, entries) in [
+            ("block_hosts", &self.block_hosts),
+            ("internal_hosts", &self.internal_hosts),
+        ] {
+            if let Some(entry) = entries
+                .iter()
+                .find(|entry| parse_block_entry(entry).is_none())
+            {
+                return Err(PolicyError::InvalidHostEntry {
+                    list,
+                    entry: entry.clone(),
+                });
+            }
         }
         Ok(())
     }
@@ -477,7 +595,9 @@ fn classify_v4(ip: Ipv4Addr) -> Option<BlockReason> {
         [192, 0, 0, 192] | [168, 63, 129, 16] => Metadata,
         [224..=239, ..] => Multicast,
         [240..=255, ..] => Reserved,
-        [192, 0, 0, _] | [198, 18..=19, ..] => Reserved,
+        // IETF protocol assignments, benchmarking, and the deprecated 6to4 relay anycast
+        // (RFC 7526): none is a web server.
+        [192, 0, 0, _] | [198, 18..=19, ..] | [192, 88, 99, _] => Reserved,
         [192, 0, 2, _] | [198, 51, 100, _] | [203, 0, 113, _] => Documentation,
         _ => return None,
     };

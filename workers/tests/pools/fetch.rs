@@ -22,7 +22,7 @@ async fn fetch_path(site: &Site, path: &str) -> Result<Fetched, fetch::Error> {
 
 async fn fetch_with(site: &Site, path: &str, format: Format) -> Result<Fetched, fetch::Error> {
     let job = FetchJob {
-        extract: format,
+        format,
         ..FetchJob::new(site.url(path))
     };
     fetch::run(&job, &deps(site)).await
@@ -272,6 +272,75 @@ async fn charsets_come_from_header_meta_and_bom() {
             .unwrap_or_default()
             .contains("charset")
     );
+}
+
+/// Issue "fetch hazards": a 200,000-deep page ended `extraction_limit` after the 20 s
+/// timeout while its parse burned CPU for 35-43 s more. The budget refuses it before parsing.
+#[tokio::test]
+async fn nesting_over_the_budget_ends_extraction_limit_at_once() {
+    let config = trawl_workers::web::Config {
+        max_bytes: 5_000_000,
+        ..trawl_workers::web::Config::default()
+    };
+    let site = Site::start_with(trawl_workers::web::Policy::default(), config).await;
+    for path in ["/nest/div?n=200000", "/nest/ulli?n=100000"] {
+        let started = Instant::now();
+        let error = fetch_path(&site, path).await.expect_err(path);
+        assert_eq!(error.code(), ErrorCode::ExtractionLimit, "{path}: {error}");
+        assert!(!error.is_transient());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{path} took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+/// Issue "fetch hazards": a 500 with a 50 MB body ended `too_large` (permanent, status lost).
+#[tokio::test]
+async fn a_huge_error_body_keeps_its_status_and_stays_transient() {
+    let site = Site::start().await;
+    let started = Instant::now();
+    let error = fetch_path(&site, "/big?bytes=50000000&status=500")
+        .await
+        .expect_err("500");
+    assert_eq!(error.code(), ErrorCode::HttpStatus, "{error}");
+    assert!(error.is_transient());
+    assert_eq!(error.to_job_error().status, Some(500));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The body is read up to the cap, not refused.
+    let url = site
+        .client
+        .parse_url(&site.url("/big?bytes=50000000&status=503"))
+        .expect("url");
+    let response = site
+        .client
+        .get(&url, None)
+        .await
+        .expect("the status comes back");
+    assert_eq!(response.status, 503);
+    assert_eq!(
+        response.body.len() as u64,
+        trawl_workers::web::client::ERROR_BODY_MAX_BYTES
+    );
+}
+
+/// Issue "fetch hazards": a response with both framings was accepted.
+#[tokio::test]
+async fn both_transfer_encoding_and_content_length_are_a_protocol_error() {
+    let site = Site::start().await;
+    assert_eq!(code_of(&site, "/te-and-cl").await, ErrorCode::ProtocolError);
+}
+
+/// Issue "wrong answers": HTTPS to a plain-HTTP server was `connect_error`, retried.
+#[tokio::test]
+async fn https_to_a_plain_http_server_is_a_permanent_tls_error() {
+    let site = Site::start().await;
+    let url = site.url("/article/1").replace("http://", "https://");
+    let job = FetchJob::new(url);
+    let error = fetch::run(&job, &deps(&site)).await.expect_err("tls");
+    assert_eq!(error.code(), ErrorCode::TlsError, "{error}");
+    assert!(!error.is_transient());
 }
 
 #[tokio::test]

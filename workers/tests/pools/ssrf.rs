@@ -20,19 +20,26 @@ async fn get_code(site: &Site, url: &str) -> Result<u16, ErrorCode> {
 async fn the_default_policy_refuses_loopback_in_every_spelling() {
     let site = Site::start().await;
     let port = site.server.addr().port();
-    for host in [
-        "127.0.0.1",
-        "localhost",
-        "2130706433",
-        "0x7f.1",
-        "[::1]",
-        "[::ffff:127.0.0.1]",
-        "127.1",
-    ] {
+    for host in ["127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]"] {
         let url = format!("http://{host}:{port}/secret");
         assert_eq!(
             get_code(&site, &url).await,
             Err(ErrorCode::BlockedDestination),
+            "{url}"
+        );
+    }
+    // Legacy IPv4 spellings are not normalised and judged: they are refused as malformed.
+    for host in [
+        "2130706433",
+        "0x7f.1",
+        "127.1",
+        "0177.0.0.1",
+        "１２７.０.０.１",
+    ] {
+        let url = format!("http://{host}:{port}/secret");
+        assert_eq!(
+            get_code(&site, &url).await,
+            Err(ErrorCode::InvalidUrl),
             "{url}"
         );
     }
@@ -190,4 +197,100 @@ async fn bad_input_is_refused_before_any_network_use() {
         assert_eq!(get_code(&site, input).await, Err(code), "{input:?}");
     }
     assert!(site.server.requests().is_empty());
+}
+
+/// Issue "fetch hazards": URLs that must be refused at admission, before any lookup or
+/// request (they were fetched, retried as transient, or normalised and fetched).
+#[tokio::test]
+async fn hazardous_urls_are_refused_at_admission() {
+    let site = Site::start().await;
+    let port = site.server.addr().port();
+    let long = format!("http://site.test:{port}/{}", "a".repeat(9 * 1024));
+    let cases = [
+        // Credentials would be sent as Basic auth.
+        format!("http://user:secret@site.test:{port}/secret"),
+        format!("http://user@site.test:{port}/secret"),
+        // Over 8 KiB: refused, not a transient protocol_error retried three times.
+        long,
+        // Spaces and a second `@` in the authority: parsers disagree on the host.
+        format!("http://1.1.1.1 &@site.test:{port}# @3.3.3.3/secret"),
+        format!("http://a@b@site.test:{port}/secret"),
+        // A non-dotted-quad IPv4 form (8.8.8.8 written as 8.8.2056).
+        "http://8.8.2056/secret".to_owned(),
+        // Port 0: a malformed URL, and the message says so.
+        "http://site.test:0/secret".to_owned(),
+    ];
+    for url in &cases {
+        let error = site.client.parse_url(url).expect_err(url);
+        assert_eq!(error.code(), ErrorCode::InvalidUrl, "{url}: {error}");
+        assert!(!error.is_transient(), "{url}");
+        assert!(
+            !error.to_string().contains("blocked"),
+            "{url}: code and message agree: {error}"
+        );
+    }
+    let credentials = site
+        .client
+        .parse_url(&cases[0])
+        .expect_err("credentials")
+        .to_string();
+    assert!(credentials.contains("headers"), "{credentials}");
+    assert!(!credentials.contains("secret"), "{credentials}");
+    assert!(site.server.requests().is_empty());
+    assert_eq!(site.dns.lookups("site.test"), 0);
+
+    // Allowed on request.
+    let config = web::Config {
+        allow_url_credentials: true,
+        ..web::Config::default()
+    };
+    let site = Site::start_with(Policy::default(), config).await;
+    let url = site.url("/echo-headers").replace("://", "://user:pw@");
+    assert_eq!(get_code(&site, &url).await, Ok(200));
+}
+
+/// Issue "fetch hazards": cloud metadata names are refused before DNS even with
+/// `allow_private_network`, other `*.internal` names unless listed in `internal_hosts`.
+#[tokio::test]
+async fn metadata_and_internal_names_are_refused_before_dns() {
+    let policy = Policy {
+        allow_private_network: true,
+        ..Policy::default()
+    };
+    let site = Site::start_with(policy, web::Config::default()).await;
+    let port = site.server.addr().port();
+    for host in [
+        "metadata.google.internal",
+        "METADATA.GOOGLE.INTERNAL.",
+        "metadata.goog",
+        "instance-data",
+        "db.internal",
+        "instance-data.ec2.internal",
+    ] {
+        let url = format!("http://{host}:{port}/computeMetadata/v1/");
+        let error = site.client.parse_url(&url).expect_err(host);
+        assert_eq!(error.code(), ErrorCode::BlockedDestination, "{host}");
+        assert_eq!(site.dns.lookups(&host.to_ascii_lowercase()), 0, "{host}");
+    }
+    let listed = Policy {
+        allow_private_network: true,
+        internal_hosts: vec![
+            "*.corp.internal".to_owned(),
+            "metadata.google.internal".to_owned(),
+        ],
+        ..Policy::default()
+    };
+    let site = Site::start_with(listed, web::Config::default()).await;
+    // Listed: it goes on to DNS (which knows no such name here).
+    assert_eq!(
+        get_code(&site, &site.url_on("wiki.corp.internal", "/")).await,
+        Err(ErrorCode::DnsError)
+    );
+    assert_eq!(site.dns.lookups("wiki.corp.internal"), 1);
+    // Metadata names stay refused whatever the list says.
+    assert_eq!(
+        get_code(&site, &site.url_on("metadata.google.internal", "/")).await,
+        Err(ErrorCode::BlockedDestination)
+    );
+    assert_eq!(site.dns.lookups("metadata.google.internal"), 0);
 }

@@ -1,7 +1,8 @@
 //! The hostile routes: responses that lie or misbehave on the wire. Compression bombs, a
 //! body of any size, bodies that never end or drip a byte every two seconds, a head sent a
 //! byte a second, silence, huge and numerous headers, a malformed status line,
-//! `Content-Length` lies, a reset mid-body, and content types that lie about the body.
+//! `Content-Length` lies, both `Transfer-Encoding` and `Content-Length`, a reset mid-body, and
+//! content types that lie about the body.
 //!
 //! These write the response by hand where a well-formed one would not do. They never harm
 //! the server itself: each misbehaves on its own connection until the client gives up.
@@ -30,7 +31,24 @@ pub(super) async fn route(conn: &mut Conn, req: &Request) -> Option<io::Result<(
                 .query("bytes")
                 .and_then(|v| v.parse::<u64>().ok())
                 .unwrap_or(1 << 20);
-            big(conn, n).await
+            let status = req
+                .query("status")
+                .and_then(|v| v.parse::<u16>().ok())
+                .unwrap_or(200);
+            big(conn, n, status).await
+        }
+        "/te-and-cl" => {
+            // Both framings: a chunked body of 28 bytes that also claims a length of 5.
+            let head = format!(
+                "{}Content-Type: {HTML}\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nConnection: close\r\n\r\n",
+                status_line(200)
+            );
+            raw(
+                conn,
+                head.as_bytes(),
+                b"1c\r\n<p>both framings at once</p>\r\n0\r\n\r\n",
+            )
+            .await
         }
         "/chunked-forever" => chunked_forever(conn).await,
         "/drip" => drip(conn).await,
@@ -164,11 +182,12 @@ fn filler(n: usize) -> Vec<u8> {
     out
 }
 
-/// Exactly `n` bytes of filler with a truthful `Content-Length`, in 64 KiB writes.
-async fn big(conn: &mut Conn, n: u64) -> io::Result<()> {
+/// Exactly `n` bytes of filler with a truthful `Content-Length`, in 64 KiB writes, under
+/// `status`.
+async fn big(conn: &mut Conn, n: u64, status: u16) -> io::Result<()> {
     let head = format!(
         "{}Content-Type: {HTML}\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n",
-        status_line(200)
+        status_line(status)
     );
     conn.raw(head.as_bytes()).await?;
     if conn.head_only {

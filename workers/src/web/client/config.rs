@@ -27,6 +27,9 @@ pub struct Config {
     pub max_redirects: usize,
     /// Most response headers accepted (HTTP/1); the head is also capped at ~400 KiB by hyper.
     pub max_headers: usize,
+    /// Accept a user name or password in a URL (`https://user:pass@host/`), which is then sent
+    /// as Basic auth; refused (`invalid_url`) by default.
+    pub allow_url_credentials: bool,
 }
 
 impl Default for Config {
@@ -42,6 +45,7 @@ impl Default for Config {
             read_timeout_secs: 10,
             max_redirects: 3,
             max_headers: 256,
+            allow_url_credentials: false,
         }
     }
 }

@@ -108,11 +108,6 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::Url(UrlError::UnsupportedScheme(_)) => ErrorCode::UnsupportedScheme,
-            // Port 0 is a malformed URL, not a destination.
-            Error::Url(UrlError::Blocked {
-                reason: BlockReason::Port,
-                ..
-            }) => ErrorCode::InvalidUrl,
             Error::Url(UrlError::Blocked { .. }) | Error::Blocked { .. } => {
                 ErrorCode::BlockedDestination
             }
@@ -224,7 +219,13 @@ impl Client {
         if lower.contains("message head is too large") || lower.contains("too many headers") {
             return Error::HeadersTooLarge;
         }
-        if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
+        // Any rustls error is TLS, including the one an https request to a plain-HTTP server
+        // gets ("received corrupt message"), whose words name no certificate or handshake.
+        if find_in_chain::<rustls::Error>(&error).is_some()
+            || lower.contains("certificate")
+            || lower.contains("tls")
+            || lower.contains("handshake")
+        {
             return Error::Tls(format!("{host}: {chain}"));
         }
         if error.is_connect() {
@@ -232,6 +233,28 @@ impl Client {
         }
         Error::Protocol(format!("{host}: {chain}"))
     }
+}
+
+/// [`find_source`], also looking inside `io::Error`s, whose `source` skips the error they
+/// wrap (tokio-rustls wraps rustls' errors so).
+fn find_in_chain<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = current {
+        if let Some(found) = error.downcast_ref::<T>() {
+            return Some(found);
+        }
+        if let Some(inner) = error
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            && let Some(found) = find_in_chain::<T>(inner)
+        {
+            return Some(found);
+        }
+        current = error.source();
+    }
+    None
 }
 
 fn find_source<'a, T: std::error::Error + 'static>(

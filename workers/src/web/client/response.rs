@@ -1,5 +1,8 @@
 //! The response as callers get it: status, headers and the whole decoded body, read within
 //! the byte limit (counted after decompression, so a compression bomb stops at the limit).
+//! An error response's body (status 400 and above) is only read up to
+//! [`ERROR_BODY_MAX_BYTES`](super::ERROR_BODY_MAX_BYTES), and cut there: the status is the
+//! answer, the body only its detail.
 //!
 //! Not here: what the body means (`web::extract`, `fetch`).
 
@@ -10,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header::{self, HeaderMap};
 use url::Url;
 
-use super::{Client, Error};
+use super::{Client, ERROR_BODY_MAX_BYTES, Error};
 
 /// A response whose body has been read whole within the limits.
 #[derive(Debug, Clone)]
@@ -55,7 +58,12 @@ impl Client {
         let status = response.status().as_u16();
         let remote_addr = response.remote_addr();
         let headers = response.headers().clone();
-        let body = self.read_body(response, limit).await?;
+        let body = if status >= 400 {
+            self.read_body(response, limit.min(ERROR_BODY_MAX_BYTES), Over::Cut)
+                .await?
+        } else {
+            self.read_body(response, limit, Over::Refuse).await?
+        };
         Ok(Response {
             final_url,
             status,
@@ -67,10 +75,17 @@ impl Client {
     }
 
     /// Reads the whole body within `limit` bytes, counted after decompression (a declared
-    /// length over the limit is refused before reading, unless the body is encoded).
-    async fn read_body(&self, mut response: reqwest::Response, limit: u64) -> Result<Bytes, Error> {
+    /// length over the limit is refused before reading, unless the body is encoded); with
+    /// [`Over::Cut`], the first `limit` bytes are kept instead and the rest is not read.
+    async fn read_body(
+        &self,
+        mut response: reqwest::Response,
+        limit: u64,
+        over: Over,
+    ) -> Result<Bytes, Error> {
         let encoded = response.headers().contains_key(header::CONTENT_ENCODING);
-        if !encoded
+        if over == Over::Refuse
+            && !encoded
             && response
                 .content_length()
                 .is_some_and(|length| length > limit)
@@ -85,7 +100,12 @@ impl Client {
                 Ok(Some(chunk)) => {
                     // Counted after decompression: reqwest decodes the stream as it reads.
                     if (body.len() + chunk.len()) as u64 > limit {
-                        return Err(Error::TooLarge { limit });
+                        if over == Over::Refuse {
+                            return Err(Error::TooLarge { limit });
+                        }
+                        let room = limit as usize - body.len();
+                        body.extend_from_slice(&chunk[..room]);
+                        break;
                     }
                     body.extend_from_slice(&chunk);
                 }
@@ -101,4 +121,13 @@ impl Client {
         }
         Ok(body.freeze())
     }
+}
+
+/// What reading a body does with bytes past its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Over {
+    /// Fails with [`Error::TooLarge`].
+    Refuse,
+    /// Keeps the first bytes and stops reading.
+    Cut,
 }

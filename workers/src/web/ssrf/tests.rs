@@ -45,11 +45,25 @@ fn assert_url_invalid(input: &str) {
 
 // ---- URL spellings that must not slip past the guard -----------------------
 
+#[track_caller]
+fn assert_url_legacy_ipv4(input: &str) {
+    match default_policy().parse_url(input) {
+        Err(error @ UrlError::LegacyIpv4(_)) => assert_eq!(error.code(), "invalid_url"),
+        other => panic!("{input:?} should be a legacy IPv4 form, got {other:?}"),
+    }
+}
+
 #[test]
-fn url_odd_ipv4_spellings_are_loopback() {
+fn url_dotted_quads_are_judged_and_odd_ipv4_spellings_refused() {
     let p = default_policy();
     for input in [
         "http://127.0.0.1/",
+        "HTTP://127.0.0.1/",
+        "https://127.0.0.1:8443/",
+    ] {
+        assert_url_blocked(&p, input, Loopback);
+    }
+    for input in [
         "http://2130706433/",
         "http://0x7f.1/",
         "http://0177.0.0.1/",
@@ -59,17 +73,19 @@ fn url_odd_ipv4_spellings_are_loopback() {
         "http://0177.1/",
         "http://0x7f.0x0.0x0.0x1/",
         "http://127.0.0.1./",
-        "HTTP://127.0.0.1/",
-        "https://127.0.0.1:8443/",
+        "http://8.8.2056/",
+        "http://user@0x7f.1:8080/",
     ] {
-        assert_url_blocked(&p, input, Loopback);
+        assert_url_legacy_ipv4(input);
     }
 }
 
 #[test]
 fn url_zero_is_unspecified() {
-    assert_url_blocked(&default_policy(), "http://0/", Unspecified);
+    assert_url_blocked(&default_policy(), "http://0.0.0.0/", Unspecified);
     assert_url_blocked(&default_policy(), "http://0.0.0.0:8080/", Unspecified);
+    // `0` alone is a legacy spelling of 0.0.0.0.
+    assert_url_legacy_ipv4("http://0/");
 }
 
 #[test]
@@ -77,9 +93,6 @@ fn url_metadata_spellings() {
     let p = default_policy();
     for input in [
         "http://169.254.169.254/latest/meta-data/",
-        "http://2852039166/",
-        "http://0xa9.0xfe.0xa9.0xfe/",
-        "http://0xa9fea9fe/",
         "http://[::ffff:169.254.169.254]/",
         "http://[::ffff:a9fe:a9fe]/",
         "http://[fd00:ec2::254]/",
@@ -87,19 +100,110 @@ fn url_metadata_spellings() {
     ] {
         assert_url_blocked(&p, input, Metadata);
     }
+    for input in [
+        "http://2852039166/",
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "http://0xa9fea9fe/",
+    ] {
+        assert_url_legacy_ipv4(input);
+    }
 }
 
 #[test]
 fn url_unicode_and_percent_encoded_ipv4() {
-    let p = default_policy();
     for input in [
         "http://１２７.０.０.１/",
         "http://127。0。0。1/",
         "http://127．0．0．1/",
         "http://%31%32%37.0.0.1/",
     ] {
-        assert_url_blocked(&p, input, Loopback);
+        assert_url_legacy_ipv4(input);
     }
+}
+
+#[test]
+fn url_length_is_bounded() {
+    let p = default_policy();
+    let head = "http://example.com/";
+    let fits = format!("{head}{}", "a".repeat(MAX_URL_BYTES - head.len()));
+    assert_url_ok(&p, &fits, "example.com");
+    let over = format!("{fits}a");
+    assert_eq!(
+        p.parse_url(&over),
+        Err(UrlError::TooLong {
+            limit: MAX_URL_BYTES
+        })
+    );
+    assert_eq!(p.parse_url(&over).unwrap_err().code(), "invalid_url");
+}
+
+#[test]
+fn url_forbidden_code_points_in_the_authority() {
+    let p = default_policy();
+    for (input, c) in [
+        ("http://1.1.1.1 &@2.2.2.2# @3.3.3.3/", ' '),
+        ("http://a b@example.com/", ' '),
+        ("http://a<b@example.com/", '<'),
+        ("http://a|b@example.com/", '|'),
+        ("http://a^b@example.com/", '^'),
+        ("http://a@b@example.com/", '@'),
+    ] {
+        assert_eq!(
+            p.parse_url(input),
+            Err(UrlError::ForbiddenCodePoint(c)),
+            "{input}"
+        );
+    }
+    // Outside the authority they are the path's business.
+    assert_url_ok(&p, "http://example.com/a b?c=<d>#e f", "example.com");
+    assert_url_ok(&p, "http://example.com/?next=a@b@c", "example.com");
+}
+
+#[test]
+fn metadata_names_are_refused_whatever_the_configuration() {
+    let lenient = Policy {
+        allow_private_network: true,
+        allow_hosts: vec!["metadata.google.internal".to_owned()],
+        internal_hosts: vec!["metadata.google.internal".to_owned(), "*.goog".to_owned()],
+        ..Policy::default()
+    };
+    for p in [default_policy(), lenient] {
+        for input in [
+            "http://metadata.google.internal/computeMetadata/v1/",
+            "http://METADATA.google.internal./",
+            "http://metadata.goog/",
+            "http://instance-data/latest/",
+        ] {
+            assert_url_blocked(&p, input, Metadata);
+        }
+    }
+}
+
+#[test]
+fn internal_names_need_listing() {
+    let p = private_policy();
+    assert_url_blocked(&p, "http://db.internal/", InternalName);
+    assert_url_blocked(&p, "http://internal/", InternalName);
+    assert_url_blocked(&p, "http://instance-data.ec2.internal/", InternalName);
+    assert_url_ok(&p, "http://internal.example.com/", "internal.example.com");
+    let listed = Policy {
+        internal_hosts: vec!["db.internal".to_owned(), "*.corp.internal".to_owned()],
+        ..Policy::default()
+    };
+    assert_url_ok(&listed, "http://db.internal/", "db.internal");
+    assert_url_ok(&listed, "http://wiki.corp.internal/", "wiki.corp.internal");
+    assert_url_blocked(&listed, "http://other.internal/", InternalName);
+    assert_eq!(
+        Policy {
+            internal_hosts: vec!["a*.internal".to_owned()],
+            ..Policy::default()
+        }
+        .validate(),
+        Err(PolicyError::InvalidHostEntry {
+            list: "internal_hosts",
+            entry: "a*.internal".to_owned()
+        })
+    );
 }
 
 #[test]
@@ -197,9 +301,16 @@ fn url_unsupported_schemes() {
 #[test]
 fn url_port_zero_and_invalid_ports() {
     let p = default_policy();
-    assert_url_blocked(&p, "http://127.0.0.1:0/", Port);
-    assert_url_blocked(&p, "http://example.com:0/", Port);
-    assert_url_blocked(&p, "https://example.com:00/", Port);
+    for input in [
+        "http://127.0.0.1:0/",
+        "http://example.com:0/",
+        "https://example.com:00/",
+    ] {
+        let error = p.parse_url(input).unwrap_err();
+        assert_eq!(error, UrlError::PortZero, "{input}");
+        assert_eq!(error.code(), "invalid_url");
+        assert_eq!(error.to_string(), "invalid URL: port 0");
+    }
     assert_url_ok(&p, "http://example.com:80/", "example.com");
     assert_url_ok(&p, "http://example.com:65535/", "example.com");
     assert_url_invalid("http://example.com:65536/");
@@ -358,7 +469,8 @@ fn blocklist_entries_are_normalised() {
     assert_eq!(p.check_host("[::1]"), Err(BlockedHost));
     assert_eq!(p.check_host("[2001:4860:4860:0::8888]"), Err(BlockedHost));
     assert_url_blocked(&p, "http://8.8.8.8/", BlockedHost);
-    assert_url_blocked(&p, "http://134744072/", BlockedHost);
+    // The same address spelt as one number is not judged: it is refused as malformed.
+    assert_url_legacy_ipv4("http://134744072/");
     assert_eq!(p.check_host("8.8.4.4"), Ok(()));
 }
 
@@ -404,6 +516,7 @@ fn blocklist_wins_over_allowlist_and_private_network() {
         allow_private_network: true,
         allow_hosts: vec!["intranet.corp".into()],
         block_hosts: vec!["*.corp".into()],
+        internal_hosts: Vec::new(),
     };
     assert_eq!(p.check_host("intranet.corp"), Err(BlockedHost));
 }
@@ -440,6 +553,7 @@ fn validate_reports_bad_entries() {
         allow_private_network: false,
         allow_hosts: vec!["example.com".into(), "[::1]".into(), "10.0.0.1".into()],
         block_hosts: vec!["*.example.org".into(), "bad.net".into()],
+        internal_hosts: vec!["db.internal".into(), "*.corp.internal".into()],
     };
     assert_eq!(ok.validate(), Ok(()));
     for (allow, block, list, entry) in [
@@ -465,6 +579,7 @@ fn validate_reports_bad_entries() {
             allow_private_network: false,
             allow_hosts: allow.into_iter().map(String::from).collect(),
             block_hosts: block.into_iter().map(String::from).collect(),
+            internal_hosts: Vec::new(),
         };
         assert_eq!(
             p.validate(),
@@ -489,7 +604,7 @@ fn invalid_allow_entries_fail_closed() {
 
 // ---- errors, names and serde ----------------------------------------------
 
-const ALL_REASONS: [BlockReason; 15] = [
+const ALL_REASONS: [BlockReason; 16] = [
     Loopback,
     Private,
     LinkLocal,
@@ -505,6 +620,7 @@ const ALL_REASONS: [BlockReason; 15] = [
     BlockedHost,
     NotAllowlisted,
     Port,
+    InternalName,
 ];
 
 #[test]

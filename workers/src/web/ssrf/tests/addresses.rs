@@ -127,6 +127,10 @@ fn v4_reserved() {
         ("198.18.0.0", Some(Reserved)),
         ("198.19.255.255", Some(Reserved)),
         ("198.20.0.0", None),
+        // The retired 6to4 relay anycast (RFC 7526).
+        ("192.88.99.0", Some(Reserved)),
+        ("192.88.99.1", Some(Reserved)),
+        ("192.88.99.255", Some(Reserved)),
         ("239.255.255.255", Some(Multicast)),
         ("240.0.0.0", Some(Reserved)),
         ("255.255.255.254", Some(Reserved)),
@@ -177,7 +181,8 @@ fn v4_public() {
         ("8.8.8.8", None),
         ("1.1.1.1", None),
         ("223.255.255.255", None),
-        ("192.88.99.1", None),
+        ("192.88.98.255", None),
+        ("192.88.100.0", None),
     ]);
 }
 
@@ -447,5 +452,5 @@ fn allow_private_network_urls() {
     assert_url_blocked(&p, "http://169.254.169.254/latest/meta-data/", Metadata);
     assert_url_blocked(&p, "http://[::ffff:169.254.169.254]/", Metadata);
     assert_url_blocked(&p, "http://0.0.0.0/", Unspecified);
-    assert_url_blocked(&p, "http://127.0.0.1:0/", Port);
+    assert_eq!(p.parse_url("http://127.0.0.1:0/"), Err(UrlError::PortZero));
 }
