@@ -1,7 +1,7 @@
 //! The response as callers get it: status, headers and the whole decoded body, read within
 //! the byte limit (counted after decompression, so a compression bomb stops at the limit).
 //! An error response's body (status 400 and above) is only read up to
-//! [`ERROR_BODY_MAX_BYTES`](super::ERROR_BODY_MAX_BYTES), and cut there: the status is the
+//! [`ERROR_BODY_MAX_BYTES`], and cut there: the status is the
 //! answer, the body only its detail.
 //!
 //! Not here: what the body means (`web::extract`, `fetch`).
