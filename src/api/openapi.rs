@@ -58,8 +58,10 @@ impl Modify for BearerAuth {
 }
 
 /// Documents the client errors every route may answer with, so the document lists every
-/// status the server sends: 401 on protected routes, 400 and 422 for bad parameters, 413
-/// and 415 for bad bodies.
+/// status the server sends: 421 for a `Host` that is not allowed (every route), 401 and 429
+/// (rate limits) on protected routes, 403 for a change asked from another origin, 409 for an
+/// `Idempotency-Key` reused on the creating routes, 400 and 422 for bad parameters, 413 and
+/// 415 for bad bodies.
 struct ClientErrors;
 
 impl Modify for ClientErrors {
@@ -78,10 +80,19 @@ impl Modify for ClientErrors {
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
             let public = path == "/healthz";
-            for operation in [&mut item.get, &mut item.post, &mut item.delete]
-                .into_iter()
-                .flatten()
-            {
+            let idempotent = ["/v1/jobs", "/v1/crawls", "/v1/sessions"].contains(&path.as_str());
+            // (the operation, whether it changes something, whether it creates)
+            for (operation, changes, creates) in [
+                (&mut item.get, false, false),
+                (&mut item.post, true, true),
+                (&mut item.delete, true, false),
+            ]
+            .into_iter()
+            .filter_map(|(operation, changes, creates)| {
+                operation
+                    .as_mut()
+                    .map(|operation| (operation, changes, creates))
+            }) {
                 let has_body = operation.request_body.is_some();
                 let has_params =
                     has_body || operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
@@ -91,10 +102,30 @@ impl Modify for ClientErrors {
                         .entry(status.to_owned())
                         .or_insert_with(|| error(description).into());
                 };
+                add(
+                    "421",
+                    "the Host header names no allowed host (api.allowed_hosts)",
+                );
                 if !public {
                     add(
                         "401",
                         "missing or invalid bearer token (when tokens are configured)",
+                    );
+                    add(
+                        "429",
+                        "rate_limited: too many requests from this client (see Retry-After)",
+                    );
+                }
+                if changes {
+                    add(
+                        "403",
+                        "forbidden_origin: asked by a web page of another origin",
+                    );
+                }
+                if creates && idempotent {
+                    add(
+                        "409",
+                        "idempotency_conflict: the Idempotency-Key was used for another request",
                     );
                 }
                 if has_params {
