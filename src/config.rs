@@ -216,10 +216,11 @@ impl Config {
 
     /// The keys that may be unset, each with whether it is set: TOML has no way to write an
     /// unset value, so `trawl config` prints the unset ones as comments.
-    pub fn optional_keys(&self) -> [(&'static str, bool); 7] {
+    pub fn optional_keys(&self) -> [(&'static str, bool); 8] {
         [
             ("database_url", self.database_url.is_some()),
             ("redis_url", self.redis_url.is_some()),
+            ("api.admin_token", self.api.admin_token.is_some()),
             ("webhooks.secret", self.webhooks.secret.is_some()),
             ("browse.profile_root", self.browse.profile_root.is_some()),
             ("sessions.listen", self.sessions.listen.is_some()),
