@@ -277,16 +277,36 @@ async fn a_client_dripping_its_headers_is_cut_off() {
 #[tokio::test]
 async fn one_client_holds_at_most_its_share_of_connections() {
     let served = Served::start(&[("TRAWL_API__MAX_CONNECTIONS_PER_CLIENT", "3")]).await;
-    let mut held = Vec::new();
-    for _ in 0..3 {
-        held.push(
-            TcpStream::connect(("127.0.0.1", served.port))
-                .await
-                .expect("connects"),
-        );
+    // Three connections the server has counted: each answers a request and stays open. (The
+    // start-up probe's connection may still be counted for a moment; a connection closed for
+    // it is replaced until all three answer.)
+    async fn answers(stream: &mut TcpStream, host: &str) -> bool {
+        let request = format!("GET /healthz HTTP/1.1\r\n{host}\r\n\r\n");
+        if stream.write_all(request.as_bytes()).await.is_err() {
+            return false;
+        }
+        let mut buffer = [0_u8; 1024];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer)).await,
+            Ok(Ok(n)) if n > 0 && buffer[..n].starts_with(b"HTTP/1.1 200")
+        )
     }
-    // Let the server count them before the one too many arrives.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut held: Vec<TcpStream> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while held.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "three connections never all answered"
+        );
+        let mut stream = TcpStream::connect(("127.0.0.1", served.port))
+            .await
+            .expect("connects");
+        if answers(&mut stream, &served.host()).await {
+            held.push(stream);
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let mut extra = TcpStream::connect(("127.0.0.1", served.port))
         .await
         .expect("the kernel accepts");
