@@ -188,16 +188,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         progress.show(&record);
         if let Some(output) = output.as_mut() {
             // Read after the record: a completed crawl's pages have all ended by then.
-            loop {
-                let ended = store.crawl_ended_since(&id, last_seq, 1_000).await?;
-                for job in &ended {
-                    last_seq = job.done_seq;
-                    output.write(&store, job).await?;
-                }
-                if ended.len() < 1_000 {
-                    break;
-                }
-            }
+            last_seq = output.write_crawl_ended(&store, &id, last_seq).await?;
         }
         if record.status != CrawlStatus::Running {
             break;
@@ -224,16 +215,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         .await?
         .context("the crawl's record disappeared")?;
     if let Some(output) = output.as_mut() {
-        loop {
-            let ended = store.crawl_ended_since(&id, last_seq, 1_000).await?;
-            for job in &ended {
-                last_seq = job.done_seq;
-                output.write(&store, job).await?;
-            }
-            if ended.len() < 1_000 {
-                break;
-            }
-        }
+        output.write_crawl_ended(&store, &id, last_seq).await?;
         output.flush()?;
     }
     let summary = Summary {

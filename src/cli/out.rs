@@ -76,6 +76,27 @@ impl Output {
         })
     }
 
+    /// Writes the lines (and page files) of the crawl's jobs that ended after `after_seq`, in
+    /// the order they ended; returns the last `done_seq` written (`after_seq` when none).
+    pub(super) async fn write_crawl_ended(
+        &mut self,
+        store: &Store,
+        crawl_id: &str,
+        mut after_seq: i64,
+    ) -> anyhow::Result<i64> {
+        const PART: u32 = 1_000;
+        loop {
+            let ended = store.crawl_ended_since(crawl_id, after_seq, PART).await?;
+            for job in &ended {
+                after_seq = job.done_seq;
+                self.write(store, job).await?;
+            }
+            if ended.len() < PART as usize {
+                return Ok(after_seq);
+            }
+        }
+    }
+
     /// Writes an ended job's line, and its page file when it succeeded.
     pub(super) async fn write(&mut self, store: &Store, job: &EndedJob) -> anyhow::Result<()> {
         match (&job.result, &job.error) {

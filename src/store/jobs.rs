@@ -254,15 +254,28 @@ macro_rules! job_queries {
                 after_seq: i64,
                 limit: u32,
             ) -> Result<Vec<EndedJob>, Error> {
-                let found = sqlx::query(
+                self.ended_in("batch_id", batch_id, after_seq, limit).await
+            }
+
+            /// The jobs whose `column` (`batch_id` or `crawl_id`: a name, never input) is
+            /// `id` that ended after `after_seq`, in the order they ended.
+            async fn ended_in(
+                &self,
+                column: &'static str,
+                id: &str,
+                after_seq: i64,
+                limit: u32,
+            ) -> Result<Vec<EndedJob>, Error> {
+                let select = format!(
                     "SELECT id, url, status, done_seq, result, error FROM jobs
-                     WHERE batch_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
-                )
-                .bind(batch_id)
-                .bind(after_seq)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?;
+                     WHERE {column} = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3"
+                );
+                let found = sqlx::query(sqlx::AssertSqlSafe(select))
+                    .bind(id)
+                    .bind(after_seq)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
                 found.iter().map(rows::ended_job).collect()
             }
 
@@ -305,16 +318,7 @@ macro_rules! job_queries {
                 after_seq: i64,
                 limit: u32,
             ) -> Result<Vec<EndedJob>, Error> {
-                let found = sqlx::query(
-                    "SELECT id, url, status, done_seq, result, error FROM jobs
-                     WHERE crawl_id = $1 AND done_seq > $2 ORDER BY done_seq LIMIT $3",
-                )
-                .bind(crawl_id)
-                .bind(after_seq)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?;
-                found.iter().map(rows::ended_job).collect()
+                self.ended_in("crawl_id", crawl_id, after_seq, limit).await
             }
 
             pub(super) async fn count_by_status(

@@ -29,6 +29,18 @@ impl Api {
         Api::start_with(tokens, pools, |_| {}).await
     }
 
+    /// An API with pools and webhooks signed with `secret` (retried after 10 ms).
+    async fn start_with_webhooks(secret: &str) -> Api {
+        Api::start_with(&[], true, |config| {
+            config.webhooks = trawl::webhooks::Config {
+                secret: Some(Secret::new(secret)),
+                retry_base_ms: 10,
+                ..trawl::webhooks::Config::default()
+            };
+        })
+        .await
+    }
+
     async fn start_with(tokens: &[&str], pools: bool, adjust: impl FnOnce(&mut Config)) -> Api {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config {
@@ -550,14 +562,7 @@ async fn events_stream_status_changes_then_the_end() {
 async fn a_batch_webhook_receives_signed_job_events_and_one_completion() {
     let site = FixtureServer::start().await.expect("fixture");
     let secret = "webhook-test-secret";
-    let api = Api::start_with(&[], true, |config| {
-        config.webhooks = trawl::webhooks::Config {
-            secret: Some(Secret::new(secret)),
-            retry_base_ms: 10,
-            ..trawl::webhooks::Config::default()
-        };
-    })
-    .await;
+    let api = Api::start_with_webhooks(secret).await;
     let batch = serde_json::json!({
         "jobs": [
             {"kind": "fetch", "url": site.url("/article/1")},
@@ -844,14 +849,7 @@ async fn page_reads_are_capped_and_name_the_next_range() {
 async fn a_crawl_webhook_receives_its_pages_events_and_one_completion() {
     let site = FixtureServer::start().await.expect("fixture");
     let secret = "webhook-test-secret";
-    let api = Api::start_with(&[], true, |config| {
-        config.webhooks = trawl::webhooks::Config {
-            secret: Some(Secret::new(secret)),
-            retry_base_ms: 10,
-            ..trawl::webhooks::Config::default()
-        };
-    })
-    .await;
+    let api = Api::start_with_webhooks(secret).await;
     let (status, started) = api
         .call(
             "POST",

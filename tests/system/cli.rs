@@ -8,21 +8,21 @@ use std::process::Output;
 use testkit::FixtureServer;
 use tokio::io::AsyncWriteExt as _;
 
-fn trawl(data_dir: &Path) -> tokio::process::Command {
+pub(crate) fn trawl(data_dir: &Path) -> tokio::process::Command {
     let mut command = tokio::process::Command::from(crate::trawl_command(data_dir));
     command.kill_on_drop(true);
     command
 }
 
-async fn output(command: &mut tokio::process::Command) -> Output {
+pub(crate) async fn output(command: &mut tokio::process::Command) -> Output {
     command.output().await.expect("trawl runs")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

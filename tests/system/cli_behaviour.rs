@@ -2,30 +2,13 @@
 //! server's CPU, logs, `--json`, `--fail-on-error`, URL input, data directory and config
 //! files, crawl globs and seeds, SSRF hints, completions and the manual page.
 
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use testkit::FixtureServer;
+
+use crate::cli::{output, stderr, stdout, trawl};
 use tokio::io::AsyncWriteExt as _;
-
-fn trawl(data_dir: &Path) -> tokio::process::Command {
-    let mut command = tokio::process::Command::from(crate::trawl_command(data_dir));
-    command.kill_on_drop(true);
-    command
-}
-
-async fn output(command: &mut tokio::process::Command) -> Output {
-    command.output().await.expect("trawl runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout)
