@@ -6,6 +6,7 @@
 //! cargo bench --bench browse
 //! TRAWL_BENCH_RENDERS=300 cargo bench --bench browse      # a shorter memory run
 //! TRAWL_BENCH_MEMORY_ONLY=1 cargo bench --bench browse    # only the memory run (4.)
+//! TRAWL_BENCH_ACTIONS_ONLY=1 cargo bench --bench browse   # only the session actions (3.)
 //! ```
 //!
 //! 1. Cold start: `Pool::warm` (Chromium launched, CDP connected) for the first browser of the
@@ -13,9 +14,10 @@
 //! 2. Render throughput: 200 renders of fixture articles (`render: true`: load, network idle,
 //!    extraction) with the pool at its default size (4 contexts, 4 renders in flight); median
 //!    of 3 runs, in pages/s.
-//! 3. Session action latency: one context on the fixture's form page; 100 rounds of `click`
-//!    (a checkbox), `type` (the email field) and `snapshot`, each timed on its own; p50 and
-//!    p99 per action.
+//! 3. Session action latency: one session context (`Pool::lease_session`) on the fixture's
+//!    form page; 100 rounds of `click` (a checkbox), `type` (the email field), `snapshot` and
+//!    `click` by `{role, name}` (the Sign in button's neighbour, the checkbox), each timed on
+//!    its own; p50 and p99 per action.
 //! 4. Memory: `TRAWL_BENCH_RENDERS` (default 1,000) renders, 4 in flight, with the default
 //!    recycling (every 200 contexts or above 2,048 MB); the memory of the browser's whole
 //!    process tree (PSS: shared pages counted once) is sampled every 100 renders. Prints the
@@ -172,6 +174,13 @@ async fn main() {
     // 2. Render throughput at the default pool size.
     let in_flight = pool.config().max_contexts;
     let memory_only = std::env::var_os("TRAWL_BENCH_MEMORY_ONLY").is_some();
+    let actions_only = std::env::var_os("TRAWL_BENCH_ACTIONS_ONLY").is_some();
+    if actions_only {
+        actions(&pool, &origin, &mut summary).await;
+        pool.shutdown().await;
+        print_summary(&summary);
+        return;
+    }
     let mut rates = Vec::new();
     for run in 0..if memory_only { 0 } else { 3 } {
         let (elapsed, failures) =
@@ -196,7 +205,10 @@ async fn main() {
     // 4. Memory over many renders.
     memory(&pool, &deps, &origin, in_flight, &mut summary).await;
     pool.shutdown().await;
+    print_summary(&summary);
+}
 
+fn print_summary(summary: &[(String, String)]) {
     println!("\nsummary");
     for (name, value) in summary {
         println!("  {name:<48} {value}");
@@ -206,11 +218,12 @@ async fn main() {
 /// 3. Session action latency: click, type and snapshot on the form page.
 async fn actions(pool: &Pool, origin: &str, summary: &mut Vec<(String, String)>) {
     let mut lease = pool
-        .lease(Profile::Desktop, &Credentials::default(), false)
+        .lease_session(Profile::Desktop, &Credentials::default())
         .await
         .expect("lease");
     let goto = Action::Goto {
         url: format!("{origin}/browser/form"),
+        wait_until: None,
     };
     assert!(
         browse::actions::run(&mut lease, &goto)
@@ -221,19 +234,33 @@ async fn actions(pool: &Pool, origin: &str, summary: &mut Vec<(String, String)>)
     let click = Action::Click {
         index: None,
         selector: Some("input[name=remember]".to_owned()),
+        role: None,
+        name: None,
         x: None,
         y: None,
     };
     let type_email = Action::Type {
         index: None,
         selector: Some("#email".to_owned()),
+        role: None,
+        name: None,
         text: "ada@example.com".to_owned(),
         submit: false,
+        secret: false,
     };
-    let mut times: [(&str, &Action, Vec<Duration>); 3] = [
+    let click_by_role = Action::Click {
+        index: None,
+        selector: None,
+        role: Some("checkbox".to_owned()),
+        name: Some("Remember me".to_owned()),
+        x: None,
+        y: None,
+    };
+    let mut times: [(&str, &Action, Vec<Duration>); 4] = [
         ("click", &click, Vec::new()),
         ("type", &type_email, Vec::new()),
         ("snapshot", &Action::Snapshot, Vec::new()),
+        ("click {role, name}", &click_by_role, Vec::new()),
     ];
     for _ in 0..100 {
         for (name, action, samples) in times.iter_mut() {

@@ -45,18 +45,25 @@ cargo test --workspace --all-features --locked --no-run
 
 # Python tools (PyPI), pinned, in a virtualenv of their own: schemathesis (the API against its
 # OpenAPI document), openapi-spec-validator and openapi-python-client (the document is valid
-# and a client generated from it works) and warcio (the WARC files). Installed before entering
-# the network namespace, which has no route to the package index.
+# and a client generated from it works), warcio (the WARC files), firecrawl-py with
+# langchain-community (Firecrawl's own clients against the compatible routes: the firecrawl::
+# system test) and the MCP SDK (a real MCP host for tests/system/mcp.rs, through
+# tests/mcp_client.py). Installed before entering the network namespace, which has no route
+# to the package index.
 venv="${TRAWL_VENV:-$HOME/.cache/trawl-venv}"
 if ! "$venv/bin/st" --version 2>/dev/null | grep -q "4.32.5" \
   || ! "$venv/bin/pip" show warcio 2>/dev/null | grep -q "^Version: 1.8.1$" \
   || ! "$venv/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: 0.9.0$" \
-  || ! "$venv/bin/pip" show openapi-python-client 2>/dev/null | grep -q "^Version: 0.29.1$"; then
-  step "install schemathesis 4.32.5, openapi-spec-validator 0.9.0, openapi-python-client 0.29.1 and warcio 1.8.1 into $venv"
+  || ! "$venv/bin/pip" show openapi-python-client 2>/dev/null | grep -q "^Version: 0.29.1$" \
+  || ! "$venv/bin/pip" show firecrawl-py 2>/dev/null | grep -q "^Version: 4.55.0$" \
+  || ! "$venv/bin/pip" show langchain-community 2>/dev/null | grep -q "^Version: 0.4.2$" \
+  || ! "$venv/bin/pip" show mcp 2>/dev/null | grep -q "^Version: 2.3.0$"; then
+  step "install schemathesis 4.32.5, openapi-spec-validator 0.9.0, openapi-python-client 0.29.1, warcio 1.8.1, firecrawl-py 4.55.0, langchain-community 0.4.2 and mcp 2.3.0 into $venv"
   command -v python3 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
   [ -x "$venv/bin/pip" ] || python3 -m venv "$venv" || { apt-get update -qq && apt-get install -y -qq python3-venv && python3 -m venv "$venv"; }
   "$venv/bin/pip" install -q "schemathesis==4.32.5" "warcio==1.8.1" "six==1.17.0" \
-    "openapi-spec-validator==0.9.0" "openapi-python-client==0.29.1"
+    "openapi-spec-validator==0.9.0" "openapi-python-client==0.29.1" \
+    "firecrawl-py==4.55.0" "langchain-community==0.4.2" "mcp==2.3.0"
 fi
 export WARCIO_BIN="$venv/bin/warcio"
 

@@ -96,6 +96,9 @@ pub enum BuildError {
     /// The crawl politeness shared through `redis_url` could not connect.
     #[error("connecting to redis_url for crawl politeness: {0}")]
     Politeness(String),
+    /// The `[search]` providers could not be set up.
+    #[error("web search: {0}")]
+    Search(String),
     /// Webhooks could not be set up from `webhooks`.
     #[error("webhooks: {0}")]
     Webhooks(#[from] crate::webhooks::ConfigError),
@@ -274,7 +277,9 @@ impl App {
             webhooks,
             crawls,
             browser,
-        });
+        })
+        .with_search(&config.search)
+        .map_err(BuildError::Search)?;
         Ok(App {
             config: config.clone(),
             deps: Arc::new(deps),

@@ -61,6 +61,8 @@ pub struct Config {
     pub browse: trawl_workers::browse::Config,
     /// Agent sessions over the API.
     pub sessions: crate::sessions::Config,
+    /// Web search providers (SearxNG, DuckDuckGo), their paces and the answers' cache.
+    pub search: trawl_workers::search::Config,
     /// Seconds a stopping process (`serve`, `work`, `run`, `crawl`) waits for each part —
     /// running jobs, the archive pool's commit, open connections — before leaving what is
     /// left to the queue's recovery.
@@ -88,6 +90,7 @@ impl Default for Config {
             politeness: trawl_workers::crawl::politeness::Config::default(),
             browse: trawl_workers::browse::Config::default(),
             sessions: crate::sessions::Config::default(),
+            search: trawl_workers::search::Config::default(),
             shutdown_timeout_secs: 30,
             connect_timeout_secs: 5,
         }
@@ -194,6 +197,7 @@ impl Config {
         self.browse.validate().map_err(Error::Invalid)?;
         self.sessions.validate().map_err(Error::Sessions)?;
         self.ssrf.validate().map_err(Error::Ssrf)?;
+        self.search.validate().map_err(Error::Invalid)?;
         if self.connect_timeout_secs == 0 || self.connect_timeout_secs > 300 {
             return Err(Error::Invalid(format!(
                 "connect_timeout_secs = {} must be between 1 and 300",
@@ -216,12 +220,13 @@ impl Config {
 
     /// The keys that may be unset, each with whether it is set: TOML has no way to write an
     /// unset value, so `trawl config` prints the unset ones as comments.
-    pub fn optional_keys(&self) -> [(&'static str, bool); 8] {
+    pub fn optional_keys(&self) -> [(&'static str, bool); 10] {
         [
             ("database_url", self.database_url.is_some()),
             ("redis_url", self.redis_url.is_some()),
             ("api.admin_token", self.api.admin_token.is_some()),
             ("webhooks.secret", self.webhooks.secret.is_some()),
+            ("browse.executable", self.browse.executable.is_some()),
             ("browse.profile_root", self.browse.profile_root.is_some()),
             ("sessions.listen", self.sessions.listen.is_some()),
             ("sessions.advertise", self.sessions.advertise.is_some()),
@@ -229,6 +234,7 @@ impl Config {
                 "sessions.worker_token",
                 self.sessions.worker_token.is_some(),
             ),
+            ("search.searxng.url", self.search.searxng.url.is_some()),
         ]
     }
 

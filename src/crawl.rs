@@ -148,7 +148,7 @@ pub async fn seed(deps: &Deps, queue: &Queue, plan: &Plan) -> Result<(), StartEr
     let mut first: Vec<(Url, u32)> = plan.seeds.iter().map(|seed| (seed.clone(), 0)).collect();
     if plan.spec.sitemap {
         first.extend(
-            sitemap_urls(deps, plan)
+            sitemap_urls(deps, &plan.seeds)
                 .await
                 .into_iter()
                 .map(|url| (url, 0)),
@@ -204,11 +204,11 @@ pub async fn announce_completed(deps: &Deps, crawl_ids: &[String]) {
 
 /// The page URLs of the sitemaps of the seeds' sites (robots.txt Sitemap lines, then
 /// /sitemap.xml and /sitemap_index.xml), following sitemap indexes, at most
-/// [`MAX_SITEMAPS`] files. Unreadable sitemaps are skipped (logged).
-async fn sitemap_urls(deps: &Deps, plan: &Plan) -> Vec<Url> {
+/// `MAX_SITEMAPS` (50) files. Unreadable sitemaps are skipped (logged).
+pub async fn sitemap_urls(deps: &Deps, seeds: &[Url]) -> Vec<Url> {
     let client = &deps.fetch.client;
     let mut pending: Vec<Url> = Vec::new();
-    for seed in &plan.seeds {
+    for seed in seeds {
         let robots = deps.crawls.robots(client, seed).await;
         pending.extend(sitemap_candidates(seed, Some(&robots)));
     }

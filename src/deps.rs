@@ -1,6 +1,6 @@
 //! The parts every job, crawl and API call shares, assembled once by [`crate::app::App`]:
 //! the store, the queue, the guarded HTTP client, the page cache, metrics, the crawls'
-//! shared policy, webhooks, the browser pool and the runner's settings. [`Deps`] is immutable
+//! shared policy, webhooks, the browser pool, web search and the runner's settings. [`Deps`] is immutable
 //! once built: nothing is filled in later, so what a test builds is what a command runs.
 //!
 //! Not here: opening these parts from the configuration and closing them (`app`), nor what
@@ -44,6 +44,9 @@ pub struct Deps {
     /// The browser pool (render and browse jobs); without it such jobs fail with
     /// `browser_failed`.
     pub browser: Option<trawl_workers::browse::Pool>,
+    /// Web search: providers, their paces and the answers' cache (`[search]`; the defaults
+    /// until [`Deps::with_search`]).
+    pub search: crate::search_providers::Searcher,
 }
 
 /// The parts [`Deps::new`] takes; the page cache, metrics and the ended-job channel are made
@@ -70,18 +73,35 @@ impl Deps {
     /// The shared parts, with a fresh page cache, metrics and ended-job channel.
     pub fn new(parts: Parts) -> Deps {
         let (ended, _) = broadcast::channel(1_024);
+        let metrics = Metrics::new();
+        let search = crate::search_providers::Searcher::new(
+            &crate::search_providers::Config::default(),
+            &parts.fetch.client,
+            &metrics,
+        )
+        .expect("the default search configuration is valid");
         Deps {
+            search,
             cache: PageCache::new(parts.store.clone()),
             store: parts.store,
             queue: parts.queue,
             fetch: parts.fetch,
             config: parts.config,
-            metrics: Metrics::new(),
+            metrics,
             ended,
             webhooks: parts.webhooks,
             crawls: Arc::new(parts.crawls),
             browser: parts.browser,
         }
+    }
+}
+
+impl Deps {
+    /// The same parts with web search configured by `config` (`[search]`), before the parts
+    /// are shared.
+    pub fn with_search(mut self, config: &crate::search_providers::Config) -> Result<Deps, String> {
+        self.search = self.search.reconfigured(config, &self.fetch.client)?;
+        Ok(self)
     }
 }
 

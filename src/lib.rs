@@ -13,8 +13,12 @@
 //!   by line range; grep. `webhooks`: signed event delivery through the SSRF guard.
 //! - `crawl_policy`: what the crawls of a process share: plans, robots.txt, per-host
 //!   politeness (in process, or shared through Redis).
+//! - `search_providers`: the web search providers of a process: configuration checks, the
+//!   answers' cache, each provider's pace, failover, metrics.
 //! - `deps`: [`deps::Deps`], the immutable bundle of shared parts, and the runner's settings.
 //! - `crawl`: seeds and followed links → fetch jobs, counters, completion.
+//! - `web_search`: web search as every surface calls it (`search`, `images`) and a search
+//!   job's top results → fetch jobs of its batch.
 //! - `runner`: dequeue → run → persist result keyed by job id → ack; retries and dead jobs.
 //! - `fetch_now`: one URL now, for a caller that waits: the cache, else a queued job awaited
 //!   (`POST /v1/fetch`, `trawl fetch`).
@@ -22,6 +26,8 @@
 //! - `sessions`: agent sessions: a browser context per session, previews, the replay log.
 //!   `session_hosts`: sessions on other workers (registry and routing).
 //! - `api`: the HTTP API (axum), its errors, auth and OpenAPI document.
+//! - `mcp`: the MCP server (rmcp): trawl's capabilities as tools and stored pages as
+//!   resources, over stdio (`trawl mcp`) or streamable HTTP (`/mcp` on the API).
 //! - `config`: trawl.toml < `TRAWL_*` env < flags, composed of every module's settings.
 //! - `app`: [`app::App`], the one place that opens the parts from the configuration, starts
 //!   pools and servers on them and shuts everything down in order.
@@ -29,7 +35,7 @@
 //!
 //! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
 //! only, redis by `queue` and `crawl_policy` (the shared politeness gate) only, axum by `api`
-//! (and `app`, which serves it) only. The runner alone persists job outcomes, keyed by job id,
+//! (and `mcp`, whose HTTP transport it mounts, and `app`, which serves it) only. The runner alone persists job outcomes, keyed by job id,
 //! so a job delivered twice records one result. Jobs carry ids, URLs and options, never page
 //! bodies.
 
@@ -43,10 +49,12 @@ pub mod crawl;
 pub mod crawl_policy;
 pub mod deps;
 pub mod fetch_now;
+pub mod mcp;
 pub mod metrics;
 pub mod pages;
 pub mod queue;
 pub mod runner;
+pub mod search_providers;
 pub mod secret;
 pub mod session_hosts;
 pub mod sessions;
@@ -54,4 +62,5 @@ pub mod shutdown;
 pub mod store;
 pub mod telemetry;
 pub mod tenant;
+pub mod web_search;
 pub mod webhooks;

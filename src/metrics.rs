@@ -123,6 +123,14 @@ impl Metrics {
             .inc();
     }
 
+    /// Registers another module's collector (web search's counters) in this registry; a
+    /// collector registered twice is counted once.
+    pub fn register(&self, collector: Box<dyn prometheus::core::Collector>) {
+        if let Err(error) = self.registry.register(collector) {
+            tracing::debug!(error = %error, "metric not registered");
+        }
+    }
+
     /// Sets the queue depth.
     pub fn set_queue_depth(&self, depth: u64) {
         self.queue_depth.set(depth as i64);

@@ -307,10 +307,14 @@ pub async fn process_until(
     envelope: &Envelope,
     stop: &Shutdown,
 ) -> Result<Delivery, store::Error> {
-    // Logs carry the URL's origin only: paths and queries may hold tokens.
-    let origin = url::Url::parse(envelope.job.url())
-        .map(|url| trawl_workers::web::client::origin_of(&url))
-        .unwrap_or_else(|_| "invalid-url".to_owned());
+    // Logs carry the URL's origin only: paths and queries may hold tokens (and a search's
+    // query is never logged).
+    let origin = match &envelope.job {
+        Job::Search(_) => "search".to_owned(),
+        job => url::Url::parse(job.url())
+            .map(|url| trawl_workers::web::client::origin_of(&url))
+            .unwrap_or_else(|_| "invalid-url".to_owned()),
+    };
     let span = tracing::debug_span!("job", job_id = %envelope.id, kind = envelope.job.kind(), origin = %origin);
     process_in_span(deps, envelope, stop).instrument(span).await
 }
@@ -370,6 +374,10 @@ async fn run_attempts(
                 Err(error) => error,
             },
             Job::Browse(job) => match run_browse(deps, envelope, number, job).await? {
+                Ok(ended) => return Ok(ended),
+                Err(error) => error,
+            },
+            Job::Search(job) => match run_search(deps, envelope, number, job).await? {
                 Ok(ended) => return Ok(ended),
                 Err(error) => error,
             },
@@ -630,6 +638,58 @@ async fn run_browse(
         }
         Err(error) => Ok(Err(error)),
     }
+}
+
+/// Runs a search job: the search (from the cache when fresh), then its top `fetch_top`
+/// results as fetch jobs of its batch (recorded before the search ends, so the batch is not
+/// complete meanwhile), and ends the job with the results and the fetch jobs' ids.
+async fn run_search(
+    deps: &Deps,
+    envelope: &Envelope,
+    attempt: u32,
+    job: &trawl_workers::job::SearchJob,
+) -> Result<Result<Option<Status>, JobError>, store::Error> {
+    let scope = crate::tenant::Scope::of(envelope.tenant.clone());
+    let search = crate::web_search::search(deps, &scope, job.clone());
+    let mut result = match within_job_timeout(deps, async {
+        search.await.map_err(|error| error.to_job_error())
+    })
+    .await
+    {
+        Ok(result) => result,
+        Err(error) => return Ok(Err(error)),
+    };
+    if job.fetch_top > 0 {
+        result.fetch_jobs = match crate::web_search::fetch_top(
+            deps,
+            envelope,
+            &result.hits,
+            job.fetch_top,
+            job.archive,
+        )
+        .await
+        {
+            Ok(fetched) => fetched,
+            Err(crate::web_search::FetchTopError::Store(error)) => return Err(error),
+            Err(crate::web_search::FetchTopError::Queue(error)) => {
+                return Ok(Err(JobError {
+                    transient: true,
+                    ..JobError::new(
+                        ErrorCode::Internal,
+                        format!("queueing the top results failed: {error}"),
+                    )
+                }));
+            }
+        };
+    }
+    let outcome = Outcome::Succeeded {
+        result: serde_json::to_value(&result).expect("results serialise"),
+        page_id: None,
+    };
+    Ok(Ok(deps
+        .store
+        .finish_attempt(&envelope.id, attempt, &outcome)
+        .await?))
 }
 
 /// A crawl's page (requested as `url`) was fetched (or found fresh in the cache): records its

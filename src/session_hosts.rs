@@ -194,6 +194,25 @@ impl Remote {
         }
     }
 
+    /// Asks every live host for the caller's sessions (`GET /v1/sessions`); a host that does
+    /// not answer is left out.
+    pub async fn list(&self, owner: &str) -> Result<Vec<Forwarded>, RouteError> {
+        let hosts = self.store.session_hosts(live_since()).await?;
+        let mut answers = Vec::with_capacity(hosts.len());
+        for host in &hosts {
+            match self
+                .send(&host.url, "GET", "/v1/sessions", owner, None)
+                .await
+            {
+                Ok(answer) => answers.push(answer),
+                Err(error) => {
+                    tracing::warn!(host = %host.url, error = %error, "a session host did not answer")
+                }
+            }
+        }
+        Ok(answers)
+    }
+
     /// Forwards a request about session `id` (`suffix`: the path after `/v1/sessions/{id}`)
     /// to the host that holds it.
     pub async fn forward(
@@ -204,15 +223,15 @@ impl Remote {
         suffix: &str,
         body: Option<Bytes>,
     ) -> Result<Forwarded, RouteError> {
-        let record = self
-            .store
-            .session(id)
-            .await?
-            .filter(|record| {
-                (owner == crate::sessions::ANY_OWNER || record.owner == owner)
-                    && record.closed_at.is_none()
-            })
+        let record = crate::sessions::record(&self.store, owner, id)
+            .await
+            .map_err(|error| match error {
+                crate::sessions::Error::Store(error) => RouteError::Store(error),
+                other => RouteError::Unreachable(other.to_string()),
+            })?
+            .filter(|record| record.closed_at.is_none())
             .ok_or_else(|| RouteError::NotFound(id.to_owned()))?;
+        let key = record.id.clone();
         // Opened by a process that serves its own sessions: not reachable from here.
         let host = record
             .host
@@ -225,7 +244,7 @@ impl Remote {
                 // caller gets 404 from now on, not a 502 forever.
                 let live = self.store.session_hosts(live_since()).await?;
                 if !live.iter().any(|live| live.url == host) {
-                    self.store.close_session(id, "host_lost").await?;
+                    self.store.close_session(&key, "host_lost").await?;
                     return Err(RouteError::Unreachable(format!(
                         "the worker holding session {id} is gone; the session is closed"
                     )));

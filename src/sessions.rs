@@ -4,7 +4,15 @@
 //! fails, or when the server stops. After each page-changing action that succeeded, a JPEG
 //! preview goes into a ring of the last few (never after an error). Every action, its outcome
 //! and a screenshot are written to the store as the session's replay log, readable after the
-//! session ended; credentials it was opened with are never written or shown.
+//! session ended; credentials it was opened with are never written or shown, and text typed
+//! into a password field (or by a `type` marked `secret`) is logged masked.
+//!
+//! Sessions have their own budget beside the browse jobs' contexts: `sessions.max_sessions`
+//! of them, and none opened on a browser already at `browse.max_memory_mb`. A client may
+//! choose a session's id (unique per tenant: kept as `<tenant>/<id>` in the store). A
+//! session whose browser crashed or was killed is restored in a new one (a fresh context with
+//! its credentials, its saved cookies and localStorage, at its last URL); the action that
+//! found it so says `recovered: true`.
 //!
 //! Not here: the actions themselves (`trawl_workers::browse::actions`), the HTTP surface
 //! (`api::sessions`), routing an API process's requests to the worker that holds a session
@@ -189,6 +197,10 @@ pub enum Error {
     /// The request is malformed.
     #[error("{0}")]
     Invalid(String),
+    /// The id chosen is taken by another session of this tenant (open or closed: an id
+    /// names one session and its replay log).
+    #[error("{0}")]
+    Conflict(String),
     /// The browser failed; the session is closed.
     #[error("the browser failed and the session was closed: {0}")]
     Browser(String),
@@ -208,6 +220,25 @@ pub struct SessionInfo {
     pub created_at: String,
     /// Seconds without an action before it is closed.
     pub idle_timeout_secs: u64,
+    /// The current tab's URL after the last action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The current tab's title after the last action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The last action's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<String>,
+    /// Seconds since the last action (or the opening).
+    #[serde(default)]
+    pub idle_secs: u64,
+}
+
+/// The caller's open sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    /// Oldest first.
+    pub sessions: Vec<SessionInfo>,
 }
 
 /// One action's result in a session: the outcome, its number in the replay log, and the
@@ -250,14 +281,29 @@ pub struct ReplayStep {
 }
 
 struct Session {
+    /// The store's key: a generated ULID, or `<tenant>/<chosen id>`.
+    key: String,
+    /// The id the API shows (the chosen one, or the ULID).
     id: String,
     owner: String,
+    /// What it was opened with, kept (in memory only) to restore it in a new browser.
+    credentials: Credentials,
+    progress: std::sync::Mutex<Progress>,
     profile: Profile,
     created_at: String,
     lease: tokio::sync::Mutex<Option<Lease>>,
     last_used: std::sync::Mutex<Instant>,
     previews: std::sync::Mutex<Previews>,
     next_seq: AtomicU64,
+}
+
+/// Where a session is: for the listing, and to restore it in a new browser.
+#[derive(Default)]
+struct Progress {
+    url: Option<String>,
+    title: Option<String>,
+    last_action: Option<String>,
+    saved: browse::SavedState,
 }
 
 #[derive(Default)]
@@ -332,47 +378,75 @@ impl Sessions {
         &self.config
     }
 
-    /// Opens a session for `owner`.
+    /// Opens a session for `owner`, with the id the client chose (`id`, see [`check_id`]) or
+    /// a generated one.
     pub async fn open(
         &self,
         owner: &str,
+        id: Option<&str>,
         profile: Profile,
         credentials: &Credentials,
     ) -> Result<SessionInfo, Error> {
         credentials.validate().map_err(Error::Invalid)?;
-        if self.count() >= self.config.max_sessions {
-            return Err(Error::Busy(format!(
-                "at most {} sessions are open at once (sessions.max_sessions); close one first",
-                self.config.max_sessions
-            )));
+        if let Some(id) = id {
+            check_id(id).map_err(Error::Invalid)?;
         }
-        let lease = match self.pool.lease(profile, credentials, false).await {
-            Ok(lease) => lease,
-            Err(browse::Error::Busy(max)) => {
-                return Err(Error::Busy(format!(
-                    "the browser is busy: all {max} contexts are in use; try again later"
-                )));
-            }
-            Err(error) => return Err(Error::Browser(error.to_string())),
-        };
         // The admin's sessions are the default tenant's.
         let owner = if owner == ANY_OWNER {
             crate::tenant::DEFAULT
         } else {
             owner
         };
-        let id = ulid::Ulid::generate().to_string();
+        let (key, shown) = match id {
+            Some(id) => (format!("{owner}/{id}"), id.to_owned()),
+            None => {
+                let id = ulid::Ulid::generate().to_string();
+                (id.clone(), id)
+            }
+        };
+        let taken = || {
+            Error::Conflict(format!(
+                "session id {shown:?} is taken (an id names one session and its replay log): choose another"
+            ))
+        };
+        if self
+            .live
+            .lock()
+            .map(|live| live.contains_key(&key))
+            .unwrap_or(false)
+            || self.store.session(&key).await?.is_some()
+        {
+            return Err(taken());
+        }
+        if self.count() >= self.config.max_sessions {
+            return Err(Error::Busy(format!(
+                "at most {} sessions are open at once (sessions.max_sessions); close one first",
+                self.config.max_sessions
+            )));
+        }
+        let lease = self
+            .pool
+            .lease_session(profile, credentials)
+            .await
+            .map_err(lease_error)?;
         if let Err(error) = self
             .store
-            .create_session(&id, owner, profile.as_str(), self.host.as_deref())
+            .create_session(&key, owner, profile.as_str(), self.host.as_deref())
             .await
         {
             lease.close().await;
+            // Two opens with one id at once: the second finds the first's row.
+            if self.store.session(&key).await.ok().flatten().is_some() {
+                return Err(taken());
+            }
             return Err(error.into());
         }
         let session = Arc::new(Session {
-            id: id.clone(),
+            key: key.clone(),
+            id: shown,
             owner: owner.to_owned(),
+            credentials: credentials.clone(),
+            progress: std::sync::Mutex::new(Progress::default()),
             profile,
             created_at: jiff::Timestamp::now().to_string(),
             lease: tokio::sync::Mutex::new(Some(lease)),
@@ -382,17 +456,21 @@ impl Sessions {
         });
         let info = info(&session, &self.config);
         if let Ok(mut live) = self.live.lock() {
-            live.insert(id, session);
+            live.insert(key, session);
         }
         Ok(info)
     }
 
     fn get(&self, owner: &str, id: &str) -> Result<Arc<Session>, Error> {
-        self.live
+        let live = self
+            .live
             .lock()
-            .ok()
-            .and_then(|live| live.get(id).cloned())
-            .filter(|session| owner == ANY_OWNER || session.owner == owner)
+            .map_err(|_| Error::NotFound(id.to_owned()))?;
+        keys_for(owner, id)
+            .iter()
+            .filter_map(|key| live.get(key))
+            .find(|session| owner == ANY_OWNER || session.owner == owner)
+            .cloned()
             .ok_or_else(|| Error::NotFound(id.to_owned()))
     }
 
@@ -400,6 +478,57 @@ impl Sessions {
     pub fn info(&self, owner: &str, id: &str) -> Result<SessionInfo, Error> {
         self.get(owner, id)
             .map(|session| info(&session, &self.config))
+    }
+
+    /// The open sessions of `owner` (every one for the admin), oldest first.
+    pub fn list(&self, owner: &str) -> Vec<SessionInfo> {
+        let mut sessions: Vec<SessionInfo> = self
+            .live
+            .lock()
+            .map(|live| {
+                live.values()
+                    .filter(|session| owner == ANY_OWNER || session.owner == owner)
+                    .map(|session| info(session, &self.config))
+                    .collect()
+            })
+            .unwrap_or_default();
+        sort_by_age(&mut sessions);
+        sessions
+    }
+
+    /// A new lease for a session whose browser failed: a fresh context with its credentials
+    /// and its saved cookies and localStorage, at its last URL.
+    async fn restore(&self, session: &Session) -> Result<Lease, browse::Error> {
+        let (url, credentials) = {
+            let progress = session.progress.lock().map_err(|_| {
+                browse::Error::Crashed("the session's state is unreadable".to_owned())
+            })?;
+            (
+                progress.url.clone(),
+                progress.saved.over(&session.credentials),
+            )
+        };
+        let mut lease = self
+            .pool
+            .lease_session(session.profile, &credentials)
+            .await?;
+        if let Some(url) = url.filter(|url| url.starts_with("http:") || url.starts_with("https:")) {
+            let goto = Action::Goto {
+                url,
+                wait_until: Some(browse::actions::WaitUntil::Load),
+            };
+            match browse::actions::run(&mut lease, &goto).await {
+                Ok(outcome) if !outcome.ok => {
+                    tracing::warn!(error = ?outcome.error, "a restored session could not go back to its last page");
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    lease.browser_failed().await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(lease)
     }
 
     /// Runs actions in order, stopping at the first that fails; returns their steps.
@@ -420,25 +549,46 @@ impl Sessions {
                 .map_err(|message| Error::Invalid(format!("action {}: {message}", number + 1)))?;
         }
         let session = self.get(owner, id)?;
+        let key = session.key.clone();
         let mut guard = session.lease.lock().await;
-        let Some(lease) = guard.as_mut() else {
+        if guard.is_none() {
             return Err(Error::NotFound(id.to_owned()));
-        };
+        }
         touch(&session);
         let mut steps = Vec::with_capacity(actions.len());
         for action in actions {
-            let mut outcome = match browse::actions::run(lease, action).await {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    let lease = guard.take();
-                    drop(guard);
-                    self.forget(&session.id);
-                    if let Some(lease) = lease {
-                        lease.browser_failed().await;
+            // A browser that died (crashed, killed) since the last action, or fails during
+            // this one: the session goes on in a new browser, at its last URL, once.
+            let mut recovered = false;
+            let mut outcome = loop {
+                let alive = guard.as_ref().is_some_and(Lease::is_alive);
+                let result = match guard.as_mut() {
+                    Some(lease) if alive => browse::actions::run(lease, action).await,
+                    _ => Err(browse::Error::Crashed("the browser is gone".to_owned())),
+                };
+                match result {
+                    Ok(outcome) => break outcome,
+                    Err(error) if recovered => {
+                        return Err(self.lost(&session, &mut guard, error).await);
                     }
-                    self.store.close_session(id, "browser_failed").await?;
-                    return Err(Error::Browser(error.to_string()));
+                    Err(error) => {
+                        tracing::warn!(session = %session.id, error = %error, "a session's browser failed; restoring it in a new one");
+                        if let Some(lease) = guard.take() {
+                            lease.browser_failed().await;
+                        }
+                        match self.restore(&session).await {
+                            Ok(lease) => {
+                                *guard = Some(lease);
+                                recovered = true;
+                            }
+                            Err(error) => return Err(self.lost(&session, &mut guard, error).await),
+                        }
+                    }
                 }
+            };
+            outcome.recovered = recovered;
+            let Some(lease) = guard.as_mut() else {
+                return Err(Error::NotFound(id.to_owned()));
             };
             let seq = session.next_seq.fetch_add(1, Ordering::Relaxed);
             // The step's screenshot: the action's own image, else a JPEG of the viewport.
@@ -452,19 +602,29 @@ impl Sessions {
                 (Some(jpeg), true) => Some(self.push_preview(&session, jpeg.clone())),
                 _ => None,
             };
-            let action_json = serde_json::to_value(action).expect("actions serialise");
+            // A secret typed (a password field, `secret: true`) is kept masked.
+            let logged = action.logged(outcome.typed_secret);
+            let action_json = serde_json::to_value(&logged).expect("actions serialise");
+            // The image goes to the blobs, and read_html's page is not kept in the log.
             let shown_image = outcome.image.take();
+            let shown_html = outcome.html_base64.take();
             let outcome_json = serde_json::to_value(&outcome).expect("outcomes serialise");
             outcome.image = shown_image;
+            outcome.html_base64 = shown_html;
             self.store
                 .add_session_step(&NewSessionStep {
-                    session_id: id,
+                    session_id: &key,
                     seq,
                     action: &action_json,
                     outcome: &outcome_json,
                     image: image.as_deref().map(|bytes| (bytes, media_type.as_str())),
                 })
                 .await?;
+            if let Ok(mut progress) = session.progress.lock() {
+                progress.url = Some(outcome.url.clone());
+                progress.title = outcome.title.clone();
+                progress.last_action = Some(outcome.action.clone());
+            }
             let ok = outcome.ok;
             steps.push(Step {
                 seq,
@@ -475,8 +635,45 @@ impl Sessions {
                 break;
             }
         }
+        // What a new browser would need to restore the session: its cookies and storage now.
+        if let Some(lease) = guard.as_ref() {
+            let mut saved = session
+                .progress
+                .lock()
+                .map(|progress| progress.saved.clone())
+                .unwrap_or_default();
+            match lease.save_state(&mut saved).await {
+                Ok(()) => {
+                    if let Ok(mut progress) = session.progress.lock() {
+                        progress.saved = saved;
+                    }
+                }
+                Err(error) => tracing::debug!(error = %error, "could not save a session's state"),
+            }
+        }
         touch(&session);
         Ok(steps)
+    }
+
+    /// The session's browser failed and it could not be restored: it is closed.
+    async fn lost(
+        &self,
+        session: &Session,
+        guard: &mut Option<Lease>,
+        error: browse::Error,
+    ) -> Error {
+        self.forget(&session.key);
+        if let Some(lease) = guard.take() {
+            lease.browser_failed().await;
+        }
+        if let Err(store) = self
+            .store
+            .close_session(&session.key, "browser_failed")
+            .await
+        {
+            return store.into();
+        }
+        Error::Browser(error.to_string())
     }
 
     fn push_preview(&self, session: &Session, jpeg: Vec<u8>) -> u64 {
@@ -524,12 +721,12 @@ impl Sessions {
     }
 
     async fn end(&self, session: &Arc<Session>, reason: &str) -> Result<(), Error> {
-        self.forget(&session.id);
+        self.forget(&session.key);
         let lease = session.lease.lock().await.take();
         if let Some(lease) = lease {
             lease.close().await;
         }
-        self.store.close_session(&session.id, reason).await?;
+        self.store.close_session(&session.key, reason).await?;
         Ok(())
     }
 
@@ -587,16 +784,31 @@ impl Sessions {
     }
 }
 
+/// The store's record of session `id` as `owner` names it (the chosen id or the generated
+/// one), when `owner` may see it.
+pub async fn record(store: &Store, owner: &str, id: &str) -> Result<Option<SessionRecord>, Error> {
+    for key in keys_for(owner, id) {
+        if let Some(record) = store
+            .session(&key)
+            .await?
+            .filter(|record| owner == ANY_OWNER || record.owner == owner)
+        {
+            return Ok(Some(record));
+        }
+    }
+    Ok(None)
+}
+
 /// A session's replay log, open or closed, for its owner. It is read from the store, so any
 /// process on that store can serve it, whether or not it holds the session's browser.
 pub async fn replay(store: &Store, owner: &str, id: &str) -> Result<Replay, Error> {
-    let session = store
-        .session(id)
+    let mut session = record(store, owner, id)
         .await?
-        .filter(|session| owner == ANY_OWNER || session.owner == owner)
         .ok_or_else(|| Error::NotFound(id.to_owned()))?;
+    let key = session.id.clone();
+    session.id = shown_id(&key).to_owned();
     let mut steps = Vec::new();
-    for record in store.session_steps(id).await? {
+    for record in store.session_steps(&key).await? {
         let image = match (&record.image_sha256, &record.image_type) {
             (Some(sha), Some(media_type)) => {
                 store.blob(sha).await?.map(|bytes| browse::actions::Image {
@@ -617,6 +829,62 @@ pub async fn replay(store: &Store, owner: &str, id: &str) -> Result<Replay, Erro
     Ok(Replay { session, steps })
 }
 
+/// Sorts sessions oldest first (then by id).
+pub fn sort_by_age(sessions: &mut [SessionInfo]) {
+    sessions.sort_by_cached_key(|session| {
+        (
+            session.created_at.parse::<jiff::Timestamp>().ok(),
+            session.id.clone(),
+        )
+    });
+}
+
+/// The longest id a client may choose.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Checks an id a client chose for its session: 1 to 128 ASCII letters, digits, `-`, `_`,
+/// `.` or `:` (an agent's chat or task id), not starting with `.`.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.is_empty()
+        || id.len() > MAX_ID_LEN
+        || id.starts_with('.')
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+    {
+        return Err(format!(
+            "session id {id:?} must be 1 to {MAX_ID_LEN} ASCII letters, digits, '-', '_', '.' or ':' \
+             (not starting with '.')"
+        ));
+    }
+    Ok(())
+}
+
+/// The store keys session `id` may have for `owner`: its own chosen id, then a generated one
+/// (the admin: a full key or a generated id, then the default tenant's chosen id).
+fn keys_for(owner: &str, id: &str) -> Vec<String> {
+    if owner == ANY_OWNER {
+        vec![id.to_owned(), format!("{}/{id}", crate::tenant::DEFAULT)]
+    } else {
+        vec![format!("{owner}/{id}"), id.to_owned()]
+    }
+}
+
+/// The id a store key shows as (tenant names and ids hold no `/`).
+fn shown_id(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+fn lease_error(error: browse::Error) -> Error {
+    match error {
+        browse::Error::Busy(max) => Error::Busy(format!(
+            "the browser is busy: all {max} contexts are in use; try again later"
+        )),
+        full @ browse::Error::Full { .. } => Error::Busy(full.to_string()),
+        error => Error::Browser(error.to_string()),
+    }
+}
+
 fn touch(session: &Session) {
     if let Ok(mut last) = session.last_used.lock() {
         *last = Instant::now();
@@ -624,11 +892,30 @@ fn touch(session: &Session) {
 }
 
 fn info(session: &Session, config: &Config) -> SessionInfo {
+    let (url, title, last_action) = session
+        .progress
+        .lock()
+        .map(|progress| {
+            (
+                progress.url.clone(),
+                progress.title.clone(),
+                progress.last_action.clone(),
+            )
+        })
+        .unwrap_or_default();
     SessionInfo {
         id: session.id.clone(),
         profile: session.profile,
         created_at: session.created_at.clone(),
         idle_timeout_secs: config.idle_timeout_secs,
+        url,
+        title,
+        last_action,
+        idle_secs: session
+            .last_used
+            .lock()
+            .map(|last| last.elapsed().as_secs())
+            .unwrap_or(0),
     }
 }
 
@@ -703,6 +990,22 @@ mod tests {
             "{url}"
         );
         assert!(!url.contains('{'), "{url}");
+    }
+
+    #[test]
+    fn chosen_ids_are_checked_and_keyed_by_tenant() {
+        for good in ["chat-42", "task_7.b", "a", "urn:chat:9", &"x".repeat(128)] {
+            assert_eq!(check_id(good), Ok(()), "{good}");
+        }
+        for bad in ["", "a/b", "has space", ".hidden", "é", &"x".repeat(129)] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(keys_for("acme", "chat-1"), vec!["acme/chat-1", "chat-1"]);
+        assert_eq!(shown_id("acme/chat-1"), "chat-1");
+        assert_eq!(
+            shown_id("01J0000000000000000000000A"),
+            "01J0000000000000000000000A"
+        );
     }
 
     #[test]

@@ -147,10 +147,15 @@ impl ApiErrorCode {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiErrorCode::Job(code) => match code {
-                ErrorCode::InvalidUrl | ErrorCode::UnsupportedScheme => StatusCode::BAD_REQUEST,
+                ErrorCode::InvalidUrl
+                | ErrorCode::UnsupportedScheme
+                | ErrorCode::SearchEngineForbidden
+                | ErrorCode::SearchUnconfigured => StatusCode::BAD_REQUEST,
                 ErrorCode::BlockedDestination => StatusCode::FORBIDDEN,
                 ErrorCode::Cancelled => StatusCode::CONFLICT,
-                ErrorCode::BrowserBusy => StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::BrowserBusy | ErrorCode::SearchRateLimited => {
+                    StatusCode::TOO_MANY_REQUESTS
+                }
                 ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
                 ErrorCode::BrowserFailed => StatusCode::BAD_GATEWAY,
                 _ => JOB_FAILED,
@@ -177,7 +182,9 @@ impl ApiErrorCode {
                 "no such route, or no such job, crawl, page or session (for this token's tenant)"
             }
             ApiErrorCode::MethodNotAllowed => "the route does not take this method",
-            ApiErrorCode::Conflict => "the job or crawl had already ended",
+            ApiErrorCode::Conflict => {
+                "the job or crawl had already ended, or the session id chosen is taken"
+            }
             ApiErrorCode::PayloadTooLarge => "the body is over `api.max_body_bytes`",
             ApiErrorCode::UnsupportedMediaType => "the body is not `application/json`",
             ApiErrorCode::InvalidPattern => {
@@ -328,6 +335,11 @@ impl ApiError {
         self
     }
 
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.detail.message
+    }
+
     /// The code.
     pub fn code(&self) -> ApiErrorCode {
         self.detail.code
@@ -336,6 +348,11 @@ impl ApiError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         self.detail.code.status()
+    }
+
+    /// The code, message and job of the error, as its response body shows them.
+    pub fn detail(&self) -> &ErrorDetail {
+        &self.detail
     }
 }
 

@@ -1,4 +1,6 @@
-//! `Idempotency-Key` on the creating routes (`POST /v1/jobs`, `/v1/crawls`, `/v1/sessions`):
+//! `Idempotency-Key` on the creating routes (`POST /v1/jobs`, `/v1/crawls`, `/v1/sessions`, and
+//! the Firecrawl-compatible crawl and batch scrape routes, which also take Firecrawl's
+//! `x-idempotency-key`):
 //! a client that sends a request again with the same key and the same body within 24 hours
 //! gets the first answer again (with `Idempotent-Replayed: true`) and nothing is created
 //! twice; the same key with another body is a 409 `idempotency_conflict`, and so is a key whose
@@ -30,6 +32,10 @@ const ROUTES: [&str; 3] = ["/v1/jobs", "/v1/crawls", "/v1/sessions"];
 /// The request header.
 const KEY_HEADER: &str = "idempotency-key";
 
+/// The request header Firecrawl's clients send (on the Firecrawl-compatible creating routes,
+/// `Idempotency-Key` works too).
+const FIRECRAWL_KEY_HEADER: &str = "x-idempotency-key";
+
 /// Set on a replayed answer.
 const REPLAYED_HEADER: &str = "idempotent-replayed";
 
@@ -47,8 +53,16 @@ pub(super) async fn replay_or_record(
         && request
             .extensions()
             .get::<MatchedPath>()
-            .is_some_and(|path| ROUTES.contains(&path.as_str()));
-    let Some(key) = request.headers().get(KEY_HEADER).filter(|_| takes_keys) else {
+            .is_some_and(|path| {
+                ROUTES.contains(&path.as_str())
+                    || super::firecrawl::CREATING_ROUTES.contains(&path.as_str())
+            });
+    let Some(key) = request
+        .headers()
+        .get(KEY_HEADER)
+        .or_else(|| request.headers().get(FIRECRAWL_KEY_HEADER))
+        .filter(|_| takes_keys)
+    else {
         return next.run(request).await;
     };
     let Some(key) = key

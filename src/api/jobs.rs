@@ -126,6 +126,19 @@ pub(super) async fn submit(
     for (index, job) in jobs.iter().enumerate() {
         job.validate()
             .map_err(|message| ApiError::invalid(format!("jobs[{index}]: {message}")))?;
+        // A search job has no URL: its configuration is checked instead (a forbidden
+        // engine, an unconfigured provider).
+        if let Job::Search(search) = job {
+            crate::web_search::check(&state.context, search).map_err(|error| {
+                let error = super::web_search::search_error(error);
+                if is_batch {
+                    ApiError::new(error.code(), format!("jobs[{index}]: {}", error.message()))
+                } else {
+                    error
+                }
+            })?;
+            continue;
+        }
         if let Err(error) = fetch_pool::check_url(client, job.url()) {
             super::count_refusal(&state, &error);
             let message = if is_batch {
@@ -143,13 +156,30 @@ pub(super) async fn submit(
         return Err(refusal);
     }
 
-    let batch = is_batch.then(|| NewBatch {
-        id: ulid::Ulid::generate().to_string(),
+    // A search job that fetches its top results makes a batch of them, even alone.
+    let fetches_results = jobs
+        .iter()
+        .any(|job| matches!(job, Job::Search(search) if search.fetch_top > 0));
+    let batch_id = (is_batch || fetches_results).then(|| ulid::Ulid::generate().to_string());
+    let submitted = enqueue(&state, &scope.tenant, jobs, webhook, batch_id).await?;
+    Ok((StatusCode::ACCEPTED, Json(submitted)))
+}
+
+/// Records checked jobs of `tenant` (as the batch `batch_id` when given, with its webhook)
+/// and queues them.
+pub(super) async fn enqueue(
+    state: &AppState,
+    tenant: &crate::tenant::Tenant,
+    jobs: Vec<Job>,
+    webhook: Option<String>,
+    batch_id: Option<String>,
+) -> Result<Submitted, ApiError> {
+    let batch = batch_id.as_ref().map(|id| NewBatch {
+        id: id.clone(),
         webhook: webhook.clone(),
         total: jobs.len() as u64,
-        tenant: scope.tenant.clone(),
+        tenant: tenant.clone(),
     });
-    let batch_id = batch.as_ref().map(|batch| batch.id.clone());
     let max_attempts = state.context.config.max_attempts;
     let mut new_jobs = Vec::with_capacity(jobs.len());
     let mut envelopes = Vec::with_capacity(jobs.len());
@@ -158,13 +188,13 @@ pub(super) async fn submit(
         new_jobs.push(NewJob {
             batch_id: batch_id.clone(),
             webhook: webhook.clone(),
-            tenant: scope.tenant.clone(),
+            tenant: tenant.clone(),
             ..NewJob::new(&id, &job, max_attempts)
         });
         envelopes.push(Envelope {
             batch_id: batch_id.clone(),
             webhook: webhook.clone(),
-            tenant: scope.tenant.clone(),
+            tenant: tenant.clone(),
             ..Envelope::new(id, job)
         });
     }
@@ -185,18 +215,15 @@ pub(super) async fn submit(
         .push(envelopes)
         .await
         .map_err(|error| ApiError::internal(&error))?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Submitted {
-            batch_id,
-            jobs: accepted,
-        }),
-    ))
+    Ok(Submitted {
+        batch_id,
+        jobs: accepted,
+    })
 }
 
 /// Why a webhook (a batch's or a crawl's) is refused: webhooks are not configured, or the
 /// guard refuses its URL; `None` when it is accepted.
-pub(super) fn webhook_refusal(state: &AppState, webhook: &str) -> Option<ApiError> {
+pub(crate) fn webhook_refusal(state: &AppState, webhook: &str) -> Option<ApiError> {
     if state.context.webhooks.is_none() {
         return Some(ApiError::new(
             ApiErrorCode::WebhooksDisabled,

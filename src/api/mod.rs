@@ -1,7 +1,8 @@
 //! The HTTP API (axum, JSON): jobs (submit one or a batch, list, read, follow as server-sent
 //! events, cancel), batches, the synchronous fetch, stored pages (read by line range, grep), crawls, archive search,
-//! agent sessions, health, metrics
-//! and the OpenAPI document generated from the handlers' types.
+//! web search, agent sessions, health, metrics, the Firecrawl-compatible routes (`firecrawl`)
+//! and the OpenAPI document generated from the handlers' types; and the web UI at `/ui`
+//! (`ui`).
 //!
 //! Not here: running jobs (the pools run beside the API in `trawl serve`, or elsewhere), or
 //! what a job does. Handlers talk to the store, the queue and the page cache only.
@@ -10,6 +11,7 @@ mod auth;
 pub mod crawls;
 pub mod error;
 pub mod fetch;
+mod firecrawl;
 mod guard;
 pub mod health;
 mod idempotency;
@@ -20,6 +22,8 @@ pub mod pages;
 pub mod search;
 pub mod server;
 pub mod sessions;
+mod ui;
+pub mod web_search;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,6 +39,8 @@ use crate::deps::Deps;
 use crate::queue::Queue;
 use crate::secret::Secret;
 use crate::tenant::{Scope, Tenant};
+
+pub use ui::DataDir;
 
 /// API settings. Every field is a `trawl.toml` key under `[api]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -317,7 +323,15 @@ pub struct ArchiveSearch {
 /// (`limits`); every route answers only requests naming an
 /// allowed host, and refuses changes asked by a page of another origin (`guard`).
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// [`router`] with `extra` routes among the protected ones (behind the same tokens, limits,
+/// host and origin checks): the MCP transport (`mcp::transport::http_routes`).
+#[allow(deprecated)] // `GET /v1/search`, archive search's former path, is still served
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let protected = Router::new()
+        .merge(extra)
         .route("/v1/jobs", post(jobs::submit).get(jobs::list))
         .route("/v1/batches/{id}", get(jobs::batch))
         .route("/v1/jobs/{id}", get(jobs::read).delete(jobs::cancel))
@@ -325,16 +339,24 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/fetch", post(fetch::fetch))
         .route("/v1/pages", get(pages::read))
         .route("/v1/pages/grep", post(pages::grep))
-        .route("/v1/search", get(search::search))
+        .route("/v1/archive/search", get(search::search))
+        .route("/v1/search", get(search::search_deprecated))
+        .route("/v1/web/search", post(web_search::search))
+        .route("/v1/web/images", post(web_search::images))
         .route("/v1/crawls", post(crawls::start))
         .route("/v1/crawls/{id}", get(crawls::read).delete(crawls::cancel))
         .route("/v1/crawls/{id}/pages", get(crawls::pages))
-        .route("/v1/sessions", post(sessions::open))
-        .route("/v1/sessions/{id}", axum::routing::delete(sessions::close))
+        .route("/v1/sessions", post(sessions::open).get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::read).delete(sessions::close),
+        )
         .route("/v1/sessions/{id}/actions", post(sessions::act))
         .route("/v1/sessions/{id}/previews/{n}", get(sessions::preview))
         .route("/v1/sessions/{id}/replay", get(sessions::replay))
         .route("/metrics", get(health::metrics))
+        // Firecrawl's scrape, crawl, map and batch scrape routes (v1 and v2), at the root.
+        .merge(firecrawl::routes())
         // Route layers run last-added first: the token is checked, then its limits, then
         // its idempotency keys.
         .route_layer(middleware::from_fn_with_state(
@@ -353,6 +375,8 @@ pub fn router(state: AppState) -> Router {
         .merge(protected)
         .route("/healthz", get(health::healthz))
         .route("/openapi.json", get(openapi::document))
+        // The web UI: its own login (a cookie), pages and assets (`ui`).
+        .nest_service("/ui", ui::router(state.clone()))
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
@@ -360,6 +384,8 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             guard::check_host_and_origin,
         ))
+        // Outside the guard: its refusals are rewritten too on the Firecrawl routes.
+        .layer(middleware::from_fn(firecrawl::envelope_errors))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             count_requests,
@@ -371,8 +397,11 @@ pub fn router(state: AppState) -> Router {
 /// session routes API processes forward to, behind the shared worker token.
 pub fn session_host_router(state: AppState, worker_token: Secret) -> Router {
     Router::new()
-        .route("/v1/sessions", post(sessions::open))
-        .route("/v1/sessions/{id}", axum::routing::delete(sessions::close))
+        .route("/v1/sessions", post(sessions::open).get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::read).delete(sessions::close),
+        )
         .route("/v1/sessions/{id}/actions", post(sessions::act))
         .route("/v1/sessions/{id}/previews/{n}", get(sessions::preview))
         .route_layer(middleware::from_fn_with_state(

@@ -2,10 +2,12 @@
 //! types themselves, so it cannot drift from the code. Served at `GET /openapi.json`.
 
 use axum::Json;
+use axum::http::Method;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 /// The API's document.
+#[allow(deprecated)] // `GET /v1/search`, archive search's former path, is documented as deprecated
 #[derive(OpenApi)]
 #[openapi(
     info(title = "trawl", description = "Job-queue batch crawler and archiver for AI agents and RAG pipelines"),
@@ -20,17 +22,38 @@ use utoipa::{Modify, OpenApi};
         super::pages::read,
         super::pages::grep,
         super::search::search,
+        super::search::search_deprecated,
+        super::web_search::search,
+        super::web_search::images,
         super::crawls::start,
         super::crawls::read,
         super::crawls::pages,
         super::crawls::cancel,
         super::sessions::open,
+        super::sessions::list,
+        super::sessions::read,
         super::sessions::act,
         super::sessions::preview,
         super::sessions::replay,
         super::sessions::close,
         super::health::healthz,
         super::health::metrics,
+        super::firecrawl::scrape::scrape_v1,
+        super::firecrawl::scrape::scrape_v2,
+        super::firecrawl::scrape::batch_start_v1,
+        super::firecrawl::scrape::batch_start_v2,
+        super::firecrawl::scrape::batch_status_v1,
+        super::firecrawl::scrape::batch_status_v2,
+        super::firecrawl::crawl::crawl_start_v1,
+        super::firecrawl::crawl::crawl_start_v2,
+        super::firecrawl::crawl::crawl_status_v1,
+        super::firecrawl::crawl::crawl_status_v2,
+        super::firecrawl::crawl::crawl_cancel_v1,
+        super::firecrawl::crawl::crawl_cancel_v2,
+        super::firecrawl::map::map_v1,
+        super::firecrawl::map::map_v2,
+        super::firecrawl::search::search_v1,
+        super::firecrawl::search::search_v2,
     ),
     modifiers(&BearerAuth, &ClientErrors, &NamedJobKinds),
     tags(
@@ -39,8 +62,10 @@ use utoipa::{Modify, OpenApi};
         (name = "pages", description = "read and grep stored pages"),
         (name = "crawls", description = "crawl sites"),
         (name = "archive", description = "search the archive"),
+        (name = "web search", description = "search the web (SearxNG, DuckDuckGo) and images"),
         (name = "sessions", description = "drive a browser step by step (agents)"),
         (name = "health", description = "health and metrics"),
+        (name = "firecrawl", description = "Firecrawl-compatible scrape, crawl, map, batch scrape and search (v1 and v2 shapes)"),
     )
 )]
 pub struct ApiDoc;
@@ -67,32 +92,39 @@ struct ClientErrors;
 impl Modify for ClientErrors {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
-        let error = |description: &str| {
+        let error = |description: &str, schema: &str| {
             ResponseBuilder::new()
                 .description(description)
                 .content(
                     "application/json",
                     ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .schema(Some(Ref::from_schema_name(schema)))
                         .build(),
                 )
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
             let public = path == "/healthz";
-            let idempotent = ["/v1/jobs", "/v1/crawls", "/v1/sessions"].contains(&path.as_str());
-            // (the operation, whether it changes something, whether it creates)
-            for (operation, changes, creates) in [
-                (&mut item.get, false, false),
-                (&mut item.post, true, true),
-                (&mut item.delete, true, false),
+            let idempotent = ["/v1/jobs", "/v1/crawls", "/v1/sessions"].contains(&path.as_str())
+                || super::firecrawl::CREATING_ROUTES.contains(&path.as_str());
+            // (the operation, its method, whether it changes something, whether it creates)
+            for (operation, method, changes, creates) in [
+                (&mut item.get, Method::GET, false, false),
+                (&mut item.post, Method::POST, true, true),
+                (&mut item.delete, Method::DELETE, true, false),
             ]
             .into_iter()
-            .filter_map(|(operation, changes, creates)| {
+            .filter_map(|(operation, method, changes, creates)| {
                 operation
                     .as_mut()
-                    .map(|operation| (operation, changes, creates))
+                    .map(|operation| (operation, method, changes, creates))
             }) {
+                // The Firecrawl-compatible routes answer every error in Firecrawl's shape.
+                let schema = if super::firecrawl::is_compat(&method, path) {
+                    "FirecrawlError"
+                } else {
+                    "ErrorBody"
+                };
                 let has_body = operation.request_body.is_some();
                 let has_params =
                     has_body || operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
@@ -100,7 +132,7 @@ impl Modify for ClientErrors {
                 let mut add = |status: &str, description: &str| {
                     responses
                         .entry(status.to_owned())
-                        .or_insert_with(|| error(description).into());
+                        .or_insert_with(|| error(description, schema).into());
                 };
                 add(
                     "421",
@@ -233,7 +265,8 @@ mod tests {
             refs,
             [
                 "#/components/schemas/FetchJobWithKind",
-                "#/components/schemas/BrowseJobWithKind"
+                "#/components/schemas/BrowseJobWithKind",
+                "#/components/schemas/SearchJobWithKind"
             ]
         );
         assert_eq!(

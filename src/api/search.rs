@@ -1,5 +1,6 @@
-//! Archive search, for agents and RAG pipelines: `GET /v1/search?q=&host=&after=&before=&as_of=&k=&per_page=`
-//! runs BM25 over the archived chunks (tantivy's query language) and returns RAG-ready hits:
+//! Archive search, for agents and RAG pipelines: `GET /v1/archive/search?q=&host=&after=&before=&as_of=&k=&per_page=`
+//! (and `GET /v1/search`, its former path, deprecated: kept for one release, so that path does
+//! not mean two things once Firecrawl's `POST /v1/search`, a web search, is answered) runs BM25 over the archived chunks (tantivy's query language) and returns RAG-ready hits:
 //! url, title, heading path, chunk text, highlighted snippet, score and fetch time, over the
 //! caller's tenant's pages only.
 //!
@@ -54,11 +55,34 @@ pub struct SearchResults {
 }
 
 /// Searches the archive.
-#[utoipa::path(get, path = "/v1/search", operation_id = "search_archive", tag = "archive", params(SearchParams),
+#[utoipa::path(get, path = "/v1/archive/search", operation_id = "search_archive", tag = "archive", params(SearchParams),
     responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody),
         (status = 503, body = ErrorBody)),
     security((), ("bearer" = [])))]
 pub(super) async fn search(
+    state: State<AppState>,
+    caller: Caller,
+    params: ApiQuery<SearchParams>,
+) -> Result<Json<SearchResults>, ApiError> {
+    archive_search(state, caller, params).await
+}
+
+/// Searches the archive at its former path (deprecated: use `GET /v1/archive/search`; this
+/// one goes in the next release).
+#[utoipa::path(get, path = "/v1/search", operation_id = "search_archive_deprecated", tag = "archive", params(SearchParams),
+    responses((status = 200, body = SearchResults), (status = 400, body = ErrorBody),
+        (status = 503, body = ErrorBody)),
+    security((), ("bearer" = [])))]
+#[deprecated = "use GET /v1/archive/search"]
+pub(super) async fn search_deprecated(
+    state: State<AppState>,
+    caller: Caller,
+    params: ApiQuery<SearchParams>,
+) -> Result<Json<SearchResults>, ApiError> {
+    archive_search(state, caller, params).await
+}
+
+async fn archive_search(
     State(state): State<AppState>,
     Caller(scope): Caller,
     ApiQuery(params): ApiQuery<SearchParams>,

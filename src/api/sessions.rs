@@ -1,4 +1,5 @@
-//! Agent sessions over HTTP: `POST /v1/sessions` opens one (profile, credentials), `POST
+//! Agent sessions over HTTP: `POST /v1/sessions` opens one (id, profile, credentials), `GET
+//! /v1/sessions` lists the caller's, `GET /v1/sessions/{id}` shows one, `POST
 //! /v1/sessions/{id}/actions` runs one action or a batch, `GET /v1/sessions/{id}/previews/{n}`
 //! returns a JPEG preview, `GET /v1/sessions/{id}/replay` the replay log (JSON, open or
 //! closed sessions), `DELETE /v1/sessions/{id}` closes it. A session is visible to the tokens
@@ -25,12 +26,16 @@ use super::AppState;
 use super::auth::Owner;
 use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
 use crate::session_hosts::{Forwarded, Remote, RouteError};
-use crate::sessions::{self, Replay, SessionInfo, Sessions, Step};
+use crate::sessions::{self, Replay, SessionInfo, SessionList, Sessions, Step};
 
 /// A session to open.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenSession {
+    /// The session's id, chosen by the client (an agent's chat or task id): 1 to 128 ASCII
+    /// letters, digits, `-`, `_`, `.` or `:`, unique per tenant. Absent: a ULID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// The device the browser pretends to be.
     #[serde(default)]
     pub profile: Profile,
@@ -81,7 +86,8 @@ fn unavailable() -> ApiError {
     )
 }
 
-fn route_error(error: RouteError) -> ApiError {
+/// A session host's routing failure as the API answers it.
+pub(crate) fn route_error(error: RouteError) -> ApiError {
     match error {
         RouteError::NoHost => ApiError::new(ApiErrorCode::SessionsUnavailable, error.to_string()),
         RouteError::NotFound(id) => ApiError::not_found(format!("no session {id}")),
@@ -109,7 +115,8 @@ fn to_json(value: &impl serde::Serialize) -> Bytes {
     Bytes::from(serde_json::to_vec(value).expect("requests serialise"))
 }
 
-fn api_error(error: sessions::Error) -> ApiError {
+/// A session's failure as the API answers it.
+pub(crate) fn api_error(error: sessions::Error) -> ApiError {
     match error {
         sessions::Error::NotFound(what) => ApiError::not_found(format!("no session {what}")),
         // The client may try again later: a limit, not a fault of the server.
@@ -117,6 +124,7 @@ fn api_error(error: sessions::Error) -> ApiError {
             ApiError::new(ApiErrorCode::Job(ErrorCode::BrowserBusy), message)
         }
         sessions::Error::Invalid(message) => ApiError::invalid(message),
+        sessions::Error::Conflict(message) => ApiError::new(ApiErrorCode::Conflict, message),
         sessions::Error::Browser(message) => {
             ApiError::new(ApiErrorCode::Job(ErrorCode::BrowserFailed), message)
         }
@@ -128,7 +136,8 @@ fn api_error(error: sessions::Error) -> ApiError {
 #[utoipa::path(post, path = "/v1/sessions", operation_id = "open_session", request_body = OpenSession, tag = "sessions",
     responses(
         (status = 201, description = "opened", body = SessionInfo),
-        (status = 422, description = "malformed request", body = ErrorBody),
+        (status = 409, description = "the id chosen is taken by another session of this tenant", body = ErrorBody),
+        (status = 422, description = "malformed request (an id outside its charset or length)", body = ErrorBody),
         (status = 429, description = "too many sessions, or every browser context is taken: try again later", body = ErrorBody),
         (status = 502, description = "the session host did not answer", body = ErrorBody),
         (status = 503, description = "no browser here and no live session host", body = ErrorBody),
@@ -142,7 +151,12 @@ pub(super) async fn open(
     match at(&state).ok_or_else(unavailable)? {
         At::Here(sessions) => {
             let info = sessions
-                .open(&owner.0, request.profile, &request.credentials)
+                .open(
+                    &owner.0,
+                    request.id.as_deref(),
+                    request.profile,
+                    &request.credentials,
+                )
                 .await
                 .map_err(api_error)?;
             Ok((StatusCode::CREATED, Json(info)).into_response())
@@ -242,6 +256,66 @@ pub(super) async fn replay(
         .await
         .map_err(api_error)?;
     Ok(Json(replay))
+}
+
+/// The caller's open sessions: id, profile, URL, title, last action, idle time.
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", tag = "sessions",
+    responses(
+        (status = 200, description = "the open sessions, oldest first", body = SessionList),
+        (status = 502, description = "a session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no session host routing", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+) -> Result<Json<SessionList>, ApiError> {
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => Ok(Json(SessionList {
+            sessions: sessions.list(&owner.0),
+        })),
+        At::Hosts(remote) => {
+            let mut listed = Vec::new();
+            for answer in remote.list(&owner.0).await.map_err(route_error)? {
+                if answer.status != 200 {
+                    continue;
+                }
+                if let Ok(list) = serde_json::from_slice::<SessionList>(&answer.body) {
+                    listed.extend(list.sessions);
+                }
+            }
+            sessions::sort_by_age(&mut listed);
+            Ok(Json(SessionList { sessions: listed }))
+        }
+    }
+}
+
+/// One open session: id, profile, URL, title, last action, idle time.
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "read_session", tag = "sessions",
+    params(("id" = String, Path, description = "the session id")),
+    responses(
+        (status = 200, description = "the session", body = SessionInfo),
+        (status = 404, description = "no such open session for this token", body = ErrorBody),
+        (status = 502, description = "the session host did not answer", body = ErrorBody),
+        (status = 503, description = "no browser here and no session host routing", body = ErrorBody),
+    ),
+    security((), ("bearer" = [])))]
+pub(super) async fn read(
+    State(state): State<AppState>,
+    Extension(owner): Extension<Owner>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    match at(&state).ok_or_else(unavailable)? {
+        At::Here(sessions) => {
+            let info = sessions.info(&owner.0, &id).map_err(api_error)?;
+            Ok(Json(info).into_response())
+        }
+        At::Hosts(remote) => remote
+            .forward(&owner.0, &id, "GET", "", None)
+            .await
+            .map(relay)
+            .map_err(route_error),
+    }
 }
 
 /// Closes a session.

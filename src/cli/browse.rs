@@ -177,6 +177,7 @@ pub(super) async fn screenshot(
         url: args.url.clone(),
         actions: vec![Action::Screenshot {
             grid: args.grid,
+            grid_step: None,
             full_page: args.full_page,
         }],
         profile: args.profile.into(),

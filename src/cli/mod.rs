@@ -30,6 +30,7 @@ mod export;
 mod extract;
 mod fetch;
 mod grep;
+mod mcp;
 mod out;
 mod pages;
 mod progress;
@@ -39,6 +40,7 @@ mod run;
 mod search;
 mod serve;
 mod status;
+mod web_search;
 mod work;
 
 use std::path::PathBuf;
@@ -90,6 +92,9 @@ pub enum Command {
     Enqueue(enqueue::Args),
     /// Serve the HTTP API, with the worker pools unless --no-pools.
     Serve(serve::Args),
+    /// Serve MCP (Model Context Protocol) on stdin and stdout, for agent hosts that launch a
+    /// process: trawl's tools and stored pages, with the worker pools unless --no-pools.
+    Mcp(mcp::Args),
     /// Run worker pools only, no API: many `trawl work` processes on many machines share the
     /// queue at REDIS_URL and the store at DATABASE_URL (distributed mode).
     ///
@@ -124,6 +129,15 @@ pub enum Command {
     /// Exit status, like grep: 0 when there are hits, 1 when there are none (with --json
     /// too, which then prints []), 2 on an error.
     Search(search::Args),
+    /// Search the web (SearxNG, DuckDuckGo, its instant answers) and print the results;
+    /// with --fetch-top N, also fetch (and --archive) the top N.
+    ///
+    /// Exit status: 0 with results, 1 without, 2 on an error.
+    WebSearch(web_search::Args),
+    /// Search images (DuckDuckGo) and print them.
+    ///
+    /// Exit status: 0 with results, 1 without, 2 on an error.
+    WebImages(web_search::ImagesArgs),
     /// Archive stored pages into the search index and WARC files.
     Archive(archive::Args),
     /// Export stored responses as a WARC file.
@@ -396,6 +410,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Run(args) => run::run(load(&cli)?, args).await,
         Command::Serve(args) => serve::run(load(&cli)?, args).await,
+        Command::Mcp(args) => mcp::run(load(&cli)?, args).await,
         Command::Crawl(args) => crawl::run(load(&cli)?, args).await,
         Command::Enqueue(args) => enqueue::run(load(&cli)?, args).await,
         Command::Work(args) => work::run(load(&cli)?, args).await,
@@ -418,6 +433,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pages(args) => pages::run(load(&cli)?, args).await,
         Command::Status(args) => status::run(load(&cli)?, args).await,
         Command::Search(args) => search::run(load(&cli)?, args).await,
+        Command::WebSearch(args) => web_search::run(load(&cli)?, args).await,
+        Command::WebImages(args) => web_search::images(load(&cli)?, args).await,
         Command::Archive(args) => archive::run(load(&cli)?, args).await,
         Command::Export(args) => export::run(load(&cli)?, args).await,
         Command::Config(args) => config::run(&load(&cli)?, args),

@@ -88,7 +88,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         .with_context(|| format!("binding {}", config.api.bind))?;
     let address = listener.local_addr()?;
     eprintln!(
-        "trawl: serving on http://{address} ({}, {} tokens){}",
+        "trawl: serving on http://{address} (web UI at http://{address}/ui/; {}, {} tokens){}",
         match (args.no_pools, remote_sessions.is_some()) {
             (false, _) => "api, fetch and archive pools",
             (true, false) => "api only",
@@ -101,10 +101,17 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             ""
         }
     );
-    app.serve("server", listener, api::router(state));
+    // MCP's streamable HTTP transport at /mcp, behind the API's tokens and guards.
+    let mcp_stop = tokio_util::sync::CancellationToken::new();
+    let mcp = crate::mcp::transport::http_routes(state.clone(), mcp_stop.clone());
+    // The web UI serves the WARC records of the pages it shows from the data directory.
+    let router =
+        api::router_with(state, mcp).layer(axum::Extension(api::DataDir(config.data_dir.clone())));
+    app.serve("server", listener, router);
 
     super::shutdown_signal().await;
     eprintln!("trawl: shutting down");
+    mcp_stop.cancel();
     super::shut_down(app, config.shutdown_grace()).await;
     Ok(ExitCode::SUCCESS)
 }

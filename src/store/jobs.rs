@@ -93,6 +93,31 @@ macro_rules! job_queries {
                 Ok(())
             }
 
+            pub(super) async fn add_follow_up_jobs(
+                &self,
+                batch_id: Option<&str>,
+                jobs: &[NewJob],
+            ) -> Result<(), Error> {
+                let now = now_rfc3339();
+                let mut tx = self.write_transaction().await?;
+                for chunk in jobs.chunks(JOBS_PER_INSERT) {
+                    let mut insert = insert_jobs::<Db<Self>>(chunk, &now);
+                    insert.push(" ON CONFLICT DO NOTHING");
+                    insert.build().execute(&mut *tx).await?;
+                }
+                if let Some(batch_id) = batch_id {
+                    sqlx::query(
+                        "UPDATE batches SET total = (SELECT COUNT(*) FROM jobs WHERE batch_id = $1)
+                         WHERE id = $1",
+                    )
+                    .bind(batch_id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
             pub(super) async fn request_cancel(&self, id: &str) -> Result<Cancel, Error> {
                 let mut tx = self.write_transaction().await?;
                 let select = format!("SELECT status FROM jobs WHERE id = $1{}", Self::FOR_UPDATE);

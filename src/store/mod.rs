@@ -8,16 +8,19 @@
 //! `crawls` and `sessions`, each implemented on both engines; `dialect` names what differs,
 //! and each engine's file has its answers and its few statements of its own. Also shared:
 //! `records` (the values the store takes and returns), `rows` (row decoding), `blob` (blob
-//! packing, the text cache), `writer` (group commit, attempt batching) and `idempotency` (the
-//! API's idempotency keys and the answers they replay).
+//! packing, the text cache), `writer` (group commit, attempt batching), `idempotency` (the
+//! API's idempotency keys and the answers they replay) and `compat` (what the
+//! Firecrawl-compatible API keeps beside trawl's records).
 //!
 //! Not here: delivering jobs to workers (`queue`), or deciding what to retry (`runner`).
 
 mod blob;
+mod compat;
 mod crawls;
 mod dialect;
 mod idempotency;
 mod jobs;
+mod overview;
 mod pages;
 mod postgres;
 mod records;
@@ -35,6 +38,7 @@ use trawl_workers::job::{ErrorCode, JobError};
 use blob::Texts;
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 pub use idempotency::IdempotencyClaim;
+pub use overview::PageFiles;
 use postgres::PgStore;
 pub use records::{
     ArchivePage, Attempt, BatchSummary, Cancel, EndedJob, JobEntry, JobFilter, JobRecord, NewBatch,
@@ -272,6 +276,16 @@ delegate! {
     /// the request can be sent again.
     pub async fn release_idempotency_key(&self, owner: &str, key: &str) -> Result<(), Error>;
 
+    /// Records the Firecrawl-compatible document options (JSON) of a crawl or a batch, by its
+    /// id (replacing any recorded before).
+    pub async fn put_compat_options(&self, id: &str, options: &str, now_ms: i64) -> Result<(), Error>;
+
+    /// The Firecrawl-compatible document options recorded for a crawl or a batch.
+    pub async fn compat_options(&self, id: &str) -> Result<Option<String>, Error>;
+
+    /// The sha256 of a stored page's raw body (its blob's key).
+    pub async fn page_raw_hash(&self, page_id: &str) -> Result<Option<String>, Error>;
+
     /// Records a new agent session of `owner` (a tenant), living on `host` (a
     /// session host's url; `None`: the process that opened it).
     pub async fn create_session(&self, id: &str, owner: &str, profile: &str, host: Option<&str>) -> Result<(), Error>;
@@ -303,6 +317,11 @@ delegate! {
 
     /// Records a batch and its jobs as queued, all or none.
     pub async fn submit(&self, batch: Option<&NewBatch>, jobs: &[NewJob]) -> Result<(), Error>;
+
+    /// Records jobs a job made (a search job's fetches) as queued, in `batch_id` when given
+    /// (whose total then counts them); jobs already recorded are left as they are, so a job
+    /// delivered again makes its follow-ups once.
+    pub async fn add_follow_up_jobs(&self, batch_id: Option<&str>, jobs: &[NewJob]) -> Result<(), Error>;
 
     /// Cancels a queued job at once, or asks a running one to stop at its next safe point.
     pub async fn request_cancel(&self, id: &str) -> Result<Cancel, Error>;
@@ -434,6 +453,31 @@ delegate! {
     /// Counts the attempts of a batch's jobs beyond their first (retries, and deliveries
     /// again after a lost worker).
     pub async fn count_retries(&self, batch_id: &str) -> Result<u64, Error>;
+
+    /// Counts jobs by status, of one tenant (`None`: every tenant's).
+    pub async fn status_counts_in(&self, tenant: Option<&str>) -> Result<Vec<(Status, u64)>, Error>;
+
+    /// Counts the failed and dead jobs by error code, of one tenant (`None`: every tenant's).
+    pub async fn error_counts_in(&self, tenant: Option<&str>) -> Result<Vec<(String, u64)>, Error>;
+
+    /// Counts the jobs of one tenant (`None`: every tenant's) that ended at or after a time.
+    pub async fn ended_after_in(&self, tenant: Option<&str>, since_rfc3339: &str) -> Result<u64, Error>;
+
+    /// The newest jobs of one tenant (`None`: every tenant's), newest first.
+    pub async fn newest_jobs_in(&self, tenant: Option<&str>, limit: u32) -> Result<Vec<JobEntry>, Error>;
+
+    /// The newest crawls of one tenant (`None`: every tenant's), newest first.
+    pub async fn newest_crawls_in(&self, tenant: Option<&str>, limit: u32) -> Result<Vec<CrawlRecord>, Error>;
+
+    /// The newest sessions of one owner (a tenant; `None`: every owner's), newest first.
+    pub async fn newest_sessions_of(&self, owner: Option<&str>, limit: u32) -> Result<Vec<SessionRecord>, Error>;
+
+    /// The stored versions (fetches) of the requested URL of page `page_id`, of one tenant
+    /// (`None`: every tenant's), newest first.
+    pub async fn versions_in(&self, tenant: Option<&str>, page_id: &str, limit: u32) -> Result<Vec<PageEntry>, Error>;
+
+    /// Where a page's raw body and WARC record are.
+    pub async fn page_files(&self, id: &str) -> Result<Option<PageFiles>, Error>;
 }
 
 impl Store {

@@ -17,8 +17,8 @@ use trawl::runner;
 use crate::{spawn_app, test_config};
 
 /// An API with its store, queue and (optionally) fetch pool in a temporary directory.
-struct Api {
-    state: AppState,
+pub(crate) struct Api {
+    pub(crate) state: AppState,
     base: String,
     shutdown: Shutdown,
     _dir: tempfile::TempDir,
@@ -41,7 +41,11 @@ impl Api {
         .await
     }
 
-    async fn start_with(tokens: &[&str], pools: bool, adjust: impl FnOnce(&mut Config)) -> Api {
+    pub(crate) async fn start_with(
+        tokens: &[&str],
+        pools: bool,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Api {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut config = Config {
             namespace: "api-test".to_owned(),

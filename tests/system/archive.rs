@@ -2,7 +2,7 @@
 //! chunked into the index and written as WARC records; an archive pool dropped before its
 //! commit (as if killed) resumed without duplicate or missing chunks; the real binary's
 //! `run --archive`, `search`, `archive` and `export --warc`, with the WARC files checked by
-//! warcio; and `/v1/search`.
+//! warcio; and `/v1/archive/search` (and `/v1/search`, its deprecated former path).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -423,8 +423,11 @@ async fn the_search_endpoint_answers_from_the_archive() {
         .max_by_key(|word| word.len())
         .expect("a word")
         .to_owned();
-    let (status, body) = get(format!("/v1/search?q={word}&k=2")).await;
+    let (status, body) = get(format!("/v1/archive/search?q={word}&k=2")).await;
     assert_eq!(status, 200, "{body}");
+    // The former path (deprecated) answers the same for one release.
+    let (former_status, former) = get(format!("/v1/search?q={word}&k=2")).await;
+    assert_eq!((former_status, &former), (200, &body));
     let hits = body["hits"].as_array().expect("hits");
     assert!(!hits.is_empty() && hits.len() <= 2, "{body}");
     assert!(
@@ -433,17 +436,17 @@ async fn the_search_endpoint_answers_from_the_archive() {
             .is_some_and(|s| s.contains("<b>")),
         "{body}"
     );
-    let (status, body) = get("/v1/search?q=%22unclosed&k=2".to_owned()).await;
+    let (status, body) = get("/v1/archive/search?q=%22unclosed&k=2".to_owned()).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
         (400, Some("invalid_query")),
         "{body}"
     );
-    let (status, _) = get("/v1/search?q=article&k=0".to_owned()).await;
+    let (status, _) = get("/v1/archive/search?q=article&k=0".to_owned()).await;
     assert_eq!(status, 400);
-    let (status, body) = get("/v1/search?q=article&after=yesterday".to_owned()).await;
+    let (status, body) = get("/v1/archive/search?q=article&after=yesterday".to_owned()).await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = get(format!("/v1/search?q={word}&after=2999-01-01")).await;
+    let (status, body) = get(format!("/v1/archive/search?q={word}&after=2999-01-01")).await;
     assert_eq!(
         (status, body["hits"].as_array().map(Vec::len)),
         (200, Some(0))

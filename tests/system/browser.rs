@@ -13,7 +13,7 @@ use testkit::FixtureServer;
 use testkit::browser::{CrashTab, JS_BUILT_TEXT, site_dns};
 use trawl::app::{Deps, Shutdown};
 use trawl::deps::Parts;
-use trawl_workers::browse::pool::{CookieSpec, Credentials};
+use trawl_workers::browse::pool::{CookieSpec, Credentials, OriginHeaders};
 use trawl_workers::browse::{self, Action, Pool, Profile, render};
 use trawl_workers::job::{BrowseJob, BrowseResult, ErrorCode, Extractor, FetchJob, Job, Render};
 use trawl_workers::web::{self, Dns};
@@ -208,6 +208,7 @@ fn snapshot_indexes_drive_clicks_and_history_moves_back_and_forward() {
             .expect("lease");
         let goto = Action::Goto {
             url: site("/browser/form"),
+            wait_until: None,
         };
         assert!(
             browse::actions::run(&mut lease, &goto)
@@ -231,6 +232,8 @@ fn snapshot_indexes_drive_clicks_and_history_moves_back_and_forward() {
         let click = Action::Click {
             index: Some(link),
             selector: None,
+            role: None,
+            name: None,
             x: None,
             y: None,
         };
@@ -474,7 +477,8 @@ fn subresources_workers_and_script_navigations_to_private_addresses_are_refused(
 fn credentials_send_cookies_and_headers_and_seed_local_storage() {
     run(async {
         let fixture = &shared().fixture;
-        let origin = format!("http://site.test:{}", fixture.addr().port());
+        let port = fixture.addr().port();
+        let origin = format!("http://site.test:{port}");
         let credentials = Credentials {
             cookies: vec![CookieSpec {
                 name: "session".to_owned(),
@@ -485,7 +489,10 @@ fn credentials_send_cookies_and_headers_and_seed_local_storage() {
                 secure: false,
                 http_only: true,
             }],
-            headers: [("x-agent-token".to_owned(), "header-secret".to_owned())].into(),
+            headers: vec![OriginHeaders {
+                origin: origin.clone(),
+                headers: [("x-agent-token".to_owned(), "header-secret".to_owned())].into(),
+            }],
             local_storage: [(
                 origin.clone(),
                 [("token".to_owned(), "storage-secret".to_owned())].into(),
@@ -494,7 +501,11 @@ fn credentials_send_cookies_and_headers_and_seed_local_storage() {
         };
         let job = BrowseJob {
             url: format!("{origin}/browser/second?credentials"),
-            actions: actions(r#"[{"action": "read"}]"#),
+            actions: actions(&format!(
+                r#"[{{"action": "read"}},
+                    {{"action": "goto", "url": "{origin}/browser/third-party?credentials"}},
+                    {{"action": "goto", "url": "http://third.test:{port}/browser/second?third-party-page"}}]"#
+            )),
             profile: Profile::Mobile,
             credentials,
         };
@@ -503,13 +514,14 @@ fn credentials_send_cookies_and_headers_and_seed_local_storage() {
         let result = browse::script::run_script(&shared().pool, &job)
             .await
             .expect("runs");
+        assert!(result.completed, "{:#?}", result.steps);
         assert!(
             output(&result, 0).contains("token=storage-secret"),
             "{result:?}"
         );
-        let request = fixture
-            .requests()
-            .into_iter()
+        let requests = fixture.requests();
+        let request = requests
+            .iter()
             .find(|request| request.path_and_query == "/browser/second?credentials")
             .expect("the page was requested");
         assert_eq!(request.header("x-agent-token"), Some("header-secret"));
@@ -525,6 +537,26 @@ fn credentials_send_cookies_and_headers_and_seed_local_storage() {
                 .is_some_and(|agent| agent.contains("iPad")),
             "the mobile profile's agent: {request:?}"
         );
+        let embedding = requests
+            .iter()
+            .find(|request| request.path_and_query == "/browser/third-party?credentials")
+            .expect("the embedding page was requested");
+        assert_eq!(embedding.header("x-agent-token"), Some("header-secret"));
+        // The third-party origin's script, image and page never see the header.
+        let third: Vec<_> = requests
+            .iter()
+            .filter(|request| request.path_and_query.contains("third-party-"))
+            .collect();
+        assert_eq!(third.len(), 3, "script, image and page: {third:#?}");
+        for request in third {
+            assert!(
+                request
+                    .header("host")
+                    .is_some_and(|host| host.starts_with("third.test")),
+                "{request:?}"
+            );
+            assert_eq!(request.header("x-agent-token"), None, "{request:?}");
+        }
     });
 }
 
@@ -570,6 +602,7 @@ fn a_crashed_browser_is_replaced_busy_is_refused_and_old_browsers_are_recycled()
         assert_ne!(pool.pid().await, Some(pid));
         let goto = Action::Goto {
             url: site("/browser/form"),
+            wait_until: None,
         };
         assert!(
             browse::actions::run(&mut lease, &goto)
@@ -604,6 +637,7 @@ fn a_crashed_tab_fails_its_action_at_once_and_a_navigation_brings_it_back() {
         let pid = pool.pid().await;
         let goto = Action::Goto {
             url: site("/browser/form"),
+            wait_until: None,
         };
         let outcome = browse::actions::run(&mut lease, &goto).await.expect("runs");
         assert!(outcome.ok, "{outcome:?}");
@@ -658,6 +692,7 @@ fn a_browser_above_its_memory_bound_is_recycled_after_its_lease() {
             .expect("lease");
         let goto = Action::Goto {
             url: site("/browser/form"),
+            wait_until: None,
         };
         assert!(
             browse::actions::run(&mut lease, &goto)
@@ -750,6 +785,7 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
                         "{result}"
                     );
                 }
+                Job::Search(_) => panic!("this test submits no search job"),
             }
         }
     });
@@ -830,7 +866,7 @@ fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_st
         };
         let sessions = Sessions::new(shared().pool.clone(), store.clone(), config);
         let info = sessions
-            .open("owner-a", Profile::Desktop, &Credentials::default())
+            .open("owner-a", None, Profile::Desktop, &Credentials::default())
             .await
             .expect("opens");
         let steps = sessions
@@ -880,12 +916,24 @@ fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_st
         assert_eq!(replay.session.close_reason.as_deref(), Some("closed"));
         assert!(replay.steps.iter().all(|step| step.image.is_some()));
         assert_eq!(replay.steps[0].action["action"], "goto");
-        // The typed text is in the action as sent; no outcome (snapshot, read) shows it.
+        // Text typed into a password field is masked in the log (its length kept), and no
+        // outcome (snapshot, read) shows it.
+        assert_eq!(replay.steps[2].action["text"], "\u{2022}".repeat(9));
+        assert_eq!(replay.steps[2].action["secret"], true);
         for step in &replay.steps {
             assert!(
-                !step.outcome.to_string().contains("s3cret-pw"),
-                "{:?}",
-                step.outcome
+                !step.outcome.to_string().contains("s3cret-pw")
+                    && !step.action.to_string().contains("s3cret-pw"),
+                "{step:?}"
+            );
+        }
+        // Nor does the store hold it anywhere (database, journal).
+        for entry in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+            let bytes = std::fs::read(entry.path()).unwrap_or_default();
+            assert!(
+                !bytes.windows(9).any(|window| window == b"s3cret-pw"),
+                "{:?} holds the password",
+                entry.path()
             );
         }
         assert!(
@@ -909,11 +957,11 @@ fn sessions_are_bounded_and_idle_ones_expire() {
         };
         let sessions = Sessions::new(shared().pool.clone(), store.clone(), config);
         let first = sessions
-            .open("owner", Profile::Mobile, &Credentials::default())
+            .open("owner", None, Profile::Mobile, &Credentials::default())
             .await
             .expect("opens");
         let second = sessions
-            .open("owner", Profile::Desktop, &Credentials::default())
+            .open("owner", None, Profile::Desktop, &Credentials::default())
             .await;
         assert!(matches!(second, Err(Error::Busy(_))), "{second:?}");
         tokio::time::sleep(Duration::from_millis(1_200)).await;
@@ -1308,7 +1356,10 @@ fn an_api_without_a_browser_routes_sessions_to_the_worker_that_hosts_them() {
             api_call(&router, method, uri, token, body)
         };
         let (token_a, token_b) = (TOKEN_A, TOKEN_B);
-        let open = r#"{"profile": "desktop", "credentials": {"headers": {"X-Secret": "s3cret"}}}"#;
+        let open = format!(
+            r#"{{"profile": "desktop", "credentials": {{"headers": [{{"origin": "{}", "headers": {{"X-Secret": "s3cret"}}}}]}}}}"#,
+            site("").trim_end_matches('/')
+        );
         let (status, body) = call(
             "POST",
             "/v1/sessions".to_owned(),
@@ -1553,5 +1604,419 @@ fn trawl_serve_without_pools_routes_sessions_to_a_trawl_work_session_host() {
         );
         assert_eq!(replay["session"]["close_reason"], "shutdown");
         let _ = serve.kill().await;
+    });
+}
+
+/// Opens `count` sessions on `sessions` for `owner`, each on one of the fixture's pages.
+async fn open_sessions_on_pages(
+    sessions: &trawl::sessions::Sessions,
+    owner: &str,
+    count: usize,
+) -> Vec<String> {
+    let pages = [
+        "/browser/form",
+        "/browser/second",
+        "/browser/shadow",
+        "/browser/scroll",
+        "/browser/js-built",
+    ];
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let info = sessions
+            .open(owner, None, Profile::Desktop, &Credentials::default())
+            .await
+            .unwrap_or_else(|error| panic!("session {n} opens: {error}"));
+        let goto = Action::Goto {
+            url: site(pages[n % pages.len()]),
+            wait_until: None,
+        };
+        let steps = sessions.act(owner, &info.id, &[goto]).await.expect("acts");
+        assert!(steps[0].outcome.ok, "{:?}", steps[0].outcome);
+        ids.push(info.id);
+    }
+    ids
+}
+
+#[test]
+fn twenty_sessions_stay_open_beside_the_job_contexts_and_memory_bounds_new_ones() {
+    run(async {
+        use trawl::sessions::{Config, Error, Sessions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let pool = new_pool(browse::Config::default(), &shared().dns).await;
+        let sessions = Sessions::new(pool.clone(), store.clone(), Config::default());
+        let before = pool.memory().await;
+        let ids = open_sessions_on_pages(&sessions, "owner", 20).await;
+        assert_eq!(sessions.count(), 20);
+        let memory = pool.memory().await;
+        println!(
+            "20 open sessions on the fixture's pages: browser tree {} MB (PSS; {} MB before)",
+            memory >> 20,
+            before >> 20
+        );
+        // The jobs' contexts are all still free.
+        assert_eq!(pool.free_contexts(), pool.config().max_contexts);
+        let job = pool
+            .lease(Profile::Desktop, &Credentials::default(), false)
+            .await
+            .expect("a job still gets a context");
+        job.close().await;
+        let more = sessions
+            .open("owner", None, Profile::Desktop, &Credentials::default())
+            .await;
+        assert!(matches!(more, Err(Error::Busy(_))), "{more:?}");
+        let listed = sessions.list("owner");
+        assert_eq!(listed.len(), 20);
+        assert!(
+            listed
+                .iter()
+                .all(|info| info.url.is_some() && info.last_action.as_deref() == Some("goto"))
+        );
+        for id in &ids {
+            sessions.close("owner", id).await.expect("closes");
+        }
+        pool.shutdown().await;
+
+        // A browser at its memory bound takes no new session: a clear busy answer.
+        let small = new_pool(
+            browse::Config {
+                max_memory_mb: 128,
+                ..browse::Config::default()
+            },
+            &shared().dns,
+        )
+        .await;
+        let sessions = Sessions::new(small.clone(), store, Config::default());
+        let first = open_sessions_on_pages(&sessions, "owner", 1).await;
+        let refused = sessions
+            .open("owner", None, Profile::Desktop, &Credentials::default())
+            .await;
+        match refused {
+            Err(Error::Busy(message)) => {
+                assert!(message.contains("browse.max_memory_mb"), "{message}")
+            }
+            other => panic!("refused for memory: {other:?}"),
+        }
+        sessions.close("owner", &first[0]).await.expect("closes");
+        small.shutdown().await;
+    });
+}
+
+#[test]
+fn a_session_whose_browser_is_killed_goes_on_in_a_new_one_with_its_state() {
+    run(async {
+        use trawl::sessions::{Config, Sessions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let pool = new_pool(browse::Config::default(), &shared().dns).await;
+        let sessions = Sessions::new(pool.clone(), store.clone(), Config::default());
+        let info = sessions
+            .open(
+                "owner",
+                Some("chat-7"),
+                Profile::Desktop,
+                &Credentials::default(),
+            )
+            .await
+            .expect("opens");
+        let steps = sessions
+            .act(
+                "owner",
+                "chat-7",
+                &actions(&format!(
+                    r#"[{{"action": "goto", "url": "{}"}}, {{"action": "goto", "url": "{}"}}, {{"action": "read", "scope": "page"}}]"#,
+                    site("/browser/state?set"),
+                    site("/browser/state")
+                )),
+            )
+            .await
+            .expect("acts");
+        let shown = steps[2].outcome.output.clone().unwrap_or_default();
+        assert!(
+            shown.contains("cookie: visited=yes; storage: yes"),
+            "{shown}"
+        );
+        let pid = pool.pid().await.expect("a browser runs");
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let steps = sessions
+            .act(
+                "owner",
+                &info.id,
+                &actions(r#"[{"action": "read", "scope": "page"}, {"action": "snapshot"}]"#),
+            )
+            .await
+            .expect("the session goes on");
+        assert!(steps[0].outcome.recovered, "{:?}", steps[0].outcome);
+        assert!(
+            !steps[1].outcome.recovered,
+            "only the first step after the failure"
+        );
+        assert_eq!(steps[0].outcome.url, site("/browser/state"));
+        let shown = steps[0].outcome.output.clone().unwrap_or_default();
+        assert!(
+            shown.contains("cookie: visited=yes; storage: yes"),
+            "its cookie and localStorage restored: {shown}"
+        );
+        assert_ne!(pool.pid().await, Some(pid));
+        let replay = trawl::sessions::replay(&store, "owner", "chat-7")
+            .await
+            .expect("replay");
+        assert_eq!(replay.session.id, "chat-7");
+        assert_eq!(replay.steps[3].outcome["recovered"], true);
+        sessions.close("owner", "chat-7").await.expect("closes");
+        pool.shutdown().await;
+    });
+}
+
+#[test]
+fn read_pages_by_line_and_read_html_returns_a_large_page_whole() {
+    run(async {
+        use base64::Engine as _;
+        let result = script(
+            &site("/browser/large"),
+            actions(
+                r#"[{"action": "read"},
+                    {"action": "read", "from": 10, "to": 12},
+                    {"action": "read", "scope": "page", "max_chars": 500},
+                    {"action": "read_html"},
+                    {"action": "highlight"},
+                    {"action": "screenshot", "grid": true, "grid_step": 50}]"#,
+            ),
+        )
+        .await;
+        assert!(result.completed, "{:#?}", result.steps);
+        let first = &result.steps[0];
+        let text = first.output.as_deref().unwrap_or_default();
+        assert!(text.chars().count() <= 30_000, "{}", text.len());
+        assert!(
+            text.chars().count() > 20_000,
+            "the default is 30,000: {}",
+            text.len()
+        );
+        assert!(first.truncated);
+        let total = first.total_lines.expect("total_lines");
+        let next = first.next_from.expect("next_from");
+        assert!(next > 1 && next <= total, "{next} of {total}");
+        let range = &result.steps[1];
+        let lines: Vec<&str> = range
+            .output
+            .as_deref()
+            .unwrap_or_default()
+            .lines()
+            .collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(range.next_from, Some(13));
+        let page = &result.steps[2];
+        assert!(page.output.as_deref().unwrap_or_default().chars().count() <= 500);
+        assert!(
+            page.output
+                .as_deref()
+                .unwrap_or_default()
+                .contains(testkit::browser::LARGE_LINE)
+        );
+        let html = result.steps[3].html_base64.as_deref().expect("html_base64");
+        let html = base64::engine::general_purpose::STANDARD
+            .decode(html)
+            .expect("base64");
+        let html = String::from_utf8(html).expect("utf-8");
+        assert!(html.len() > 300_000, "{}", html.len());
+        assert!(html.contains("The end of the large page."));
+        assert!(html.contains(&format!("{} 4000:", testkit::browser::LARGE_LINE)));
+        assert_eq!(
+            result.steps[4].count,
+            Some(0),
+            "no actionable element: {:?}",
+            result.steps[4]
+        );
+        assert!(result.steps[5].image.is_some());
+
+        // Beyond browse.max_html_bytes: too_large, not a cut page.
+        let pool = new_pool(
+            browse::Config {
+                max_html_bytes: 100_000,
+                ..browse::Config::default()
+            },
+            &shared().dns,
+        )
+        .await;
+        let job = BrowseJob {
+            url: site("/browser/large"),
+            actions: actions(r#"[{"action": "read_html"}]"#),
+            profile: Profile::Desktop,
+            credentials: Credentials::default(),
+        };
+        let result = browse::script::run_script(&pool, &job).await.expect("runs");
+        let error = result.steps[0].error.as_ref().expect("refused");
+        assert_eq!(error.code, "too_large", "{error:?}");
+        pool.shutdown().await;
+    });
+}
+
+#[test]
+fn clients_choose_session_ids_unique_per_tenant_and_list_their_sessions() {
+    run(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let (context, queue) = api_parts(dir.path(), &store).await;
+        let sessions = trawl::sessions::Sessions::new(
+            shared().pool.clone(),
+            store,
+            trawl::sessions::Config::default(),
+        );
+        let router = api_router(context, queue, Some(sessions), None);
+        let open = |token: &'static str, body: &'static str| {
+            api_call(
+                &router,
+                "POST",
+                "/v1/sessions".to_owned(),
+                token,
+                Some(body.to_owned()),
+            )
+        };
+        let (status, body) = open(TOKEN_A, r#"{"id": "chat-1"}"#).await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json(&body)["id"], "chat-1");
+        let (status, body) = open(TOKEN_A, r#"{"id": "chat-1"}"#).await;
+        assert_eq!(status, 409, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(json(&body)["error"]["code"], "conflict");
+        for bad in [
+            r#"{"id": "a/b"}"#,
+            r#"{"id": ""}"#,
+            r#"{"id": "with space"}"#,
+        ] {
+            let (status, body) = open(TOKEN_A, bad).await;
+            assert_eq!(status, 422, "{bad}: {}", String::from_utf8_lossy(&body));
+        }
+        // Another tenant may use the same id.
+        let (status, body) = open(TOKEN_B, r#"{"id": "chat-1"}"#).await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        let (status, body) = open(TOKEN_A, r#"{}"#).await;
+        assert_eq!(status, 201);
+        let generated = json(&body)["id"].as_str().expect("id").to_owned();
+        api_goto(&router, TOKEN_A, "chat-1", "/browser/form").await;
+
+        let (status, body) =
+            api_call(&router, "GET", "/v1/sessions".to_owned(), TOKEN_A, None).await;
+        assert_eq!(status, 200);
+        let listed = json(&body);
+        let ids: Vec<&str> = listed["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .filter_map(|session| session["id"].as_str())
+            .collect();
+        assert_eq!(ids, vec!["chat-1", generated.as_str()]);
+        let first = &listed["sessions"][0];
+        assert_eq!(first["url"], site("/browser/form"));
+        assert_eq!(first["title"], "Sign in");
+        assert_eq!(first["last_action"], "goto");
+        assert!(first["idle_secs"].is_u64());
+        assert_eq!(first["profile"], "desktop");
+        let (status, body) = api_call(
+            &router,
+            "GET",
+            "/v1/sessions/chat-1".to_owned(),
+            TOKEN_A,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(json(&body)["url"], site("/browser/form"));
+        // B's chat-1 is its own: blank, and B lists only it.
+        let (status, body) = api_call(
+            &router,
+            "GET",
+            "/v1/sessions/chat-1".to_owned(),
+            TOKEN_B,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert!(json(&body).get("url").is_none(), "{}", json(&body));
+        let (_, body) = api_call(&router, "GET", "/v1/sessions".to_owned(), TOKEN_B, None).await;
+        assert_eq!(json(&body)["sessions"].as_array().map(Vec::len), Some(1));
+        let (status, _) = api_call(
+            &router,
+            "GET",
+            format!("/v1/sessions/{generated}"),
+            TOKEN_B,
+            None,
+        )
+        .await;
+        assert_eq!(status, 404);
+        let (status, body) = api_call(
+            &router,
+            "GET",
+            "/v1/sessions/chat-1/replay".to_owned(),
+            TOKEN_A,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(json(&body)["session"]["id"], "chat-1");
+        assert_eq!(json(&body)["steps"].as_array().map(Vec::len), Some(1));
+        for (token, id) in [
+            (TOKEN_A, "chat-1"),
+            (TOKEN_B, "chat-1"),
+            (TOKEN_A, generated.as_str()),
+        ] {
+            let (status, _) =
+                api_call(&router, "DELETE", format!("/v1/sessions/{id}"), token, None).await;
+            assert_eq!(status, 204);
+        }
+        // The id names its session and replay log for good.
+        let (status, _) = open(TOKEN_A, r#"{"id": "chat-1"}"#).await;
+        assert_eq!(status, 409);
+    });
+}
+
+#[test]
+fn role_and_name_target_clicks_typing_hovers_and_selects() {
+    run(async {
+        let result = script(
+            &site("/browser/form"),
+            actions(
+                r#"[
+                {"action": "type", "role": "textbox", "name": "Email", "text": "grace@example.com"},
+                {"action": "select", "role": "combobox", "name": "country", "value": "fr"},
+                {"action": "click", "role": "checkbox", "name": "Remember"},
+                {"action": "hover", "role": "button", "name": "Sign in"},
+                {"action": "click", "role": "button", "name": "Sign in"},
+                {"action": "wait", "text": "Welcome", "ms": 5000},
+                {"action": "read", "scope": "page"},
+                {"action": "snapshot"},
+                {"action": "snapshot"},
+                {"action": "click", "role": "button", "name": "Nowhere to be found"}
+            ]"#,
+            ),
+        )
+        .await;
+        let steps = &result.steps;
+        assert_eq!(steps.len(), 10, "{steps:#?}");
+        assert!(steps[..9].iter().all(|step| step.ok), "{steps:#?}");
+        let read = output(&result, 6);
+        assert!(
+            read.contains("Welcome, grace@example.com from fr (remembered)"),
+            "{read}"
+        );
+        // The same elements twice: the second snapshot says so, without the list.
+        assert!(!steps[7].unchanged);
+        assert!(
+            steps[7].count.is_some_and(|count| count > 3),
+            "{:?}",
+            steps[7]
+        );
+        assert!(steps[8].unchanged, "{:?}", steps[8]);
+        assert!(!output(&result, 8).contains("Sign in"));
+        let missing = steps[9].error.as_ref().expect("no such element");
+        assert_eq!(missing.code, "action_failed");
+        assert!(
+            missing.message.contains("Nowhere to be found"),
+            "{missing:?}"
+        );
     });
 }

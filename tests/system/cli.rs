@@ -714,17 +714,24 @@ async fn config_prints_every_key_the_readme_lists() {
     assert!(run.status.success(), "{}", stderr(&run));
     let printed = stdout(&run);
     let table: toml::Table = printed.parse().expect("the output is TOML");
-    let mut keys = std::collections::BTreeSet::new();
-    for (key, value) in &table {
-        match value {
-            toml::Value::Table(section) => {
-                keys.extend(section.keys().map(|inner| format!("{key}.{inner}")));
-            }
-            _ => {
-                keys.insert(key.clone());
+    // Sections nest (`[search.searxng]`): every leaf key, dotted.
+    fn leaves(prefix: &str, table: &toml::Table, keys: &mut std::collections::BTreeSet<String>) {
+        for (key, value) in table {
+            let name = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            match value {
+                toml::Value::Table(section) => leaves(&name, section, keys),
+                _ => {
+                    keys.insert(name);
+                }
             }
         }
     }
+    let mut keys = std::collections::BTreeSet::new();
+    leaves("", &table, &mut keys);
     for line in printed.lines() {
         if let Some(key) = line
             .strip_prefix("# ")

@@ -11,10 +11,14 @@ mod cli_behaviour;
 mod crawl;
 mod engines;
 mod faults;
+mod firecrawl;
+mod mcp;
 mod pipeline;
 mod queue;
 mod store;
 mod tenants;
+mod ui;
+mod web_search;
 
 use std::path::Path;
 use std::sync::Arc;

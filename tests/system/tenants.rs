@@ -249,7 +249,7 @@ async fn another_tenants_objects_are_not_found(db: TestDb) {
         .filter(|word| word.len() > 3)
         .collect::<Vec<_>>()
         .join(" ");
-    let search = format!("/v1/search?q={}", urlencode(&words));
+    let search = format!("/v1/archive/search?q={}", urlencode(&words));
     let mut found = Value::Null;
     for _ in 0..200 {
         let (status, body) = server.get(TOKEN_A, &search).await;

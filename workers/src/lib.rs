@@ -14,6 +14,8 @@
 //! - `browse`: the browse pool. Headless Chromium behind an SSRF-guarded egress proxy:
 //!   rendering pages built by JavaScript, and running browser actions for browse jobs and
 //!   sessions.
+//! - `search`: web search providers over the guarded client: SearxNG's JSON API, DuckDuckGo's
+//!   HTML results, instant answers and image search → results or a typed `search::Error`.
 //! - `archive`: the archive pool's work: stored page → chunks → full-text index, and
 //!   responses → WARC files.
 //!
@@ -33,4 +35,5 @@ pub mod browse;
 pub mod crawl;
 pub mod fetch;
 pub mod job;
+pub mod search;
 pub mod web;

@@ -18,11 +18,15 @@ use trawl_workers::web::{Dns, StaticDns};
 /// still reaches the fixture as `http://site.test:PORT`.
 pub fn site_dns() -> Dns {
     let public = std::net::IpAddr::from([93, 184, 216, 34]);
+    // Another public name on the same fixture: a third-party origin.
+    let third_party = std::net::IpAddr::from([93, 184, 216, 35]);
     let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
     Dns::Static(std::sync::Arc::new(
         StaticDns::new()
             .answer("site.test", &[public])
-            .dial(public, loopback),
+            .answer("third.test", &[third_party])
+            .dial(public, loopback)
+            .dial(third_party, loopback),
     ))
 }
 
@@ -56,6 +60,11 @@ pub fn page(name: &str, loopback: &str) -> Option<String> {
         "popup" => POPUP.to_owned(),
         "private-nav" => PRIVATE_NAV.to_owned(),
         "private-sub" => PRIVATE_SUB.replace("{loopback}", loopback),
+        "third-party" => {
+            THIRD_PARTY.replace("{port}", loopback.rsplit(':').next().unwrap_or_default())
+        }
+        "large" => large_page(),
+        "state" => STATE.to_owned(),
         _ => return None,
     })
 }
@@ -118,6 +127,43 @@ document.getElementById('login').addEventListener('submit', function (event) {
 document.addEventListener('keydown', function (event) {
   if (event.key === 'Escape') document.getElementById('result').textContent = 'Escape pressed';
 });
+</script></main></body></html>"#;
+
+/// A page of `site.test` that loads an image and a script from `third.test` (another
+/// origin on the same fixture).
+const THIRD_PARTY: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Third party</title>
+<script src="http://third.test:{port}/browser/api/items?third-party-script"></script></head>
+<body><main><h1>Embeds</h1><img src="http://third.test:{port}/browser/api/article?third-party-image" alt="x">
+</main></body></html>"#;
+
+/// The first words of each line of the large page (`/browser/large`): 4,000 numbered
+/// paragraphs, about 600 KB of HTML.
+pub const LARGE_LINE: &str = "Line of the large page, number";
+
+fn large_page() -> String {
+    let mut html = String::from(
+        "<!DOCTYPE html><html lang=\"en\"><head><title>Large</title></head><body><main><h1>Large</h1>",
+    );
+    for n in 1..=4_000 {
+        html.push_str(&format!(
+            "<p>{LARGE_LINE} {n}: the tide tables of the harbour, the pilots' rota and the lights.</p>\n"
+        ));
+    }
+    html.push_str("<p id=\"end\">The end of the large page.</p></main></body></html>");
+    html
+}
+
+/// A page that keeps state of its own: with `?set` in its URL it sets a cookie and a
+/// localStorage entry; it always shows both (`cookie: …; storage: …`).
+const STATE: &str = r#"<!DOCTYPE html><html lang="en"><head><title>State</title></head>
+<body><main><h1>State</h1><p id="state"></p>
+<script>
+if (location.search.indexOf('set') >= 0) {
+  document.cookie = 'visited=yes; path=/';
+  localStorage.setItem('seen', 'yes');
+}
+document.getElementById('state').textContent = 'cookie: ' + (document.cookie || 'none') +
+  '; storage: ' + (localStorage.getItem('seen') || 'none');
 </script></main></body></html>"#;
 
 const SECOND: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Second page</title></head>

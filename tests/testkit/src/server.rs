@@ -163,6 +163,21 @@ impl RecordedRequest {
 ///   `<urlset>` opening with one entry and an unfinished `<loc>`, then
 ///   [`BOMB_DECOMPRESSED_LEN`](crate::BOMB_DECOMPRESSED_LEN) zero bytes.
 ///
+/// Web search providers (the query `q` picks the case: `empty`, `outage`, `ratelimit`,
+/// `badjson`, `wrongtypes`, `nulls`, `redirect`, `blocked`, `forbidden`, `challenge`,
+/// `notoken`; any other query answers results linking to `/article/1..=3`):
+/// - `/searxng/search` — SearxNG's JSON API (`format=json`): results with duplicates, one
+///   credited to `google` alone, answers, an infobox, suggestions, corrections and
+///   `unresponsive_engines`; `/searxng/config` — its engines (google, bing, wikipedia,
+///   arxiv; yahoo disabled).
+/// - `/ddg/html/` — DuckDuckGo's HTML results: an ad, `uddg` links encoded once and twice,
+///   entities, a duplicate, DuckDuckGo's own link, nested result blocks; `blocked` (202),
+///   `forbidden` (403) and `challenge` (200) answer its anti-bot page.
+/// - `/ddg/instant/` — instant answers: abstract, answer, definition, related topics.
+/// - `/ddg/images/` — the image search page with the `vqd` token
+///   ([`SEARCH_VQD`](crate::SEARCH_VQD)) and a cookie ([`SEARCH_COOKIE`](crate::SEARCH_COOKIE));
+///   `/ddg/images/i.js` — the images, only with that token, cookie and a referer (else 403).
+///
 /// Anything else: 404 with a small HTML body. A `HEAD` request gets the
 /// headers of the ordinary routes without their body.
 pub struct FixtureServer {

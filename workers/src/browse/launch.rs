@@ -75,12 +75,20 @@ impl Running {
     /// Starts Chromium on `config`, its requests going to the egress proxy at `proxy_server`
     /// (a `--proxy-server` value), with a fresh profile directory.
     pub(super) async fn launch(config: &Config, proxy_server: &str) -> Result<Running, Error> {
-        let path = config.executable.display().to_string();
+        let (executable, found_by) =
+            config.find_executable().map_err(|searched| Error::Launch {
+                path: "chromium".to_owned(),
+                message: format!(
+                    "no Chromium found (looked in {searched}); install Chromium (`apt-get install \
+                 chromium`) or set browse.executable"
+                ),
+            })?;
+        let path = executable.display().to_string();
         let launch_error = |message: String| Error::Launch {
             path: path.clone(),
             message,
         };
-        if !config.executable.exists() {
+        if !executable.exists() {
             return Err(launch_error(
                 "no such file; install Chromium (`apt-get install chromium`) or set browse.executable"
                     .to_owned(),
@@ -95,11 +103,15 @@ impl Running {
         std::fs::create_dir_all(&profile).map_err(|error| {
             launch_error(format!("could not create {}: {error}", dir.display()))
         })?;
-        let executable = death_tied_executable(&dir, &config.executable)
+        let launcher = death_tied_executable(&dir, &executable)
             .map_err(|error| launch_error(format!("could not write the launcher: {error}")))?;
-        let mut builder = BrowserConfig::builder()
-            .chrome_executable(executable)
-            .new_headless_mode()
+        let builder = BrowserConfig::builder().chrome_executable(launcher);
+        let builder = if config.headless {
+            builder.new_headless_mode()
+        } else {
+            builder.with_head()
+        };
+        let mut builder = builder
             .user_data_dir(&profile)
             .viewport(None)
             .window_size(1280, 800)
@@ -155,7 +167,7 @@ impl Running {
             }
             handler_alive.store(false, Ordering::Relaxed);
         });
-        tracing::info!(pid = ?pid, "browser started");
+        tracing::info!(pid = ?pid, executable = %path, found_by, headless = config.headless, "browser started");
         Ok(Running {
             browser: Some(browser),
             handler,
@@ -166,6 +178,83 @@ impl Running {
             late_pings: AtomicU32::new(0),
         })
     }
+}
+
+/// The system's Chromium names, looked for on `PATH` and then in these directories.
+const SYSTEM_NAMES: &[&str] = &[
+    "chromium",
+    "chromium-browser",
+    "google-chrome-stable",
+    "google-chrome",
+];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr/bin",
+    "/usr/local/bin",
+    "/snap/bin",
+    "/opt/google/chrome",
+];
+
+/// The system's Chromium, else the newest Playwright-installed one; `Err`: where it looked.
+// `PATH`, `HOME` and `PLAYWRIGHT_BROWSERS_PATH` say where programs are installed, not how
+// trawl is configured (that is read once, in config.rs).
+#[allow(clippy::disallowed_methods)]
+pub(super) fn find_system_or_playwright() -> Result<(PathBuf, &'static str), String> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    dirs.extend(SYSTEM_DIRS.iter().map(PathBuf::from));
+    for name in SYSTEM_NAMES {
+        for dir in &dirs {
+            let candidate = dir.join(name);
+            if is_executable(&candidate) {
+                return Ok((candidate, "the system's Chromium"));
+            }
+        }
+    }
+    let cache = std::env::var_os("PLAYWRIGHT_BROWSERS_PATH")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/ms-playwright"))
+        });
+    if let Some(cache) = &cache
+        && let Some(found) = newest_playwright_chromium(cache)
+    {
+        return Ok((found, "a Playwright-installed Chromium"));
+    }
+    Err(format!(
+        "{} on PATH and in {}, and {}",
+        SYSTEM_NAMES.join(", "),
+        SYSTEM_DIRS.join(", "),
+        cache.map_or_else(
+            || "no Playwright cache".to_owned(),
+            |cache| cache.join("chromium-*").display().to_string()
+        )
+    ))
+}
+
+/// `chromium-<revision>/chrome-linux*/chrome` under Playwright's cache, the highest revision.
+fn newest_playwright_chromium(cache: &Path) -> Option<PathBuf> {
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(cache)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let revision: u64 = name.strip_prefix("chromium-")?.parse().ok()?;
+            ["chrome-linux64", "chrome-linux"]
+                .iter()
+                .map(|dir| entry.path().join(dir).join("chrome"))
+                .find(|path| is_executable(path))
+                .map(|path| (revision, path))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, path)| path)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 pub(super) fn profile_root(config: &Config) -> PathBuf {
@@ -238,6 +327,26 @@ fn running_as_root() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_playwright_chromium_is_found() {
+        let cache = std::env::temp_dir().join(format!("trawl-pw-{}", uuid::Uuid::new_v4()));
+        for revision in ["chromium-1100", "chromium-1208", "firefox-1400"] {
+            let dir = cache.join(revision).join("chrome-linux");
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let chrome = dir.join("chrome");
+            std::fs::write(&chrome, "#!/bin/sh\n").expect("write");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&chrome, std::fs::Permissions::from_mode(0o755))
+                .expect("chmod");
+        }
+        let found = newest_playwright_chromium(&cache).expect("found");
+        assert!(
+            found.to_string_lossy().contains("chromium-1208"),
+            "{found:?}"
+        );
+        std::fs::remove_dir_all(&cache).expect("cleanup");
+    }
 
     #[test]
     fn stale_profiles_are_swept_and_fresh_ones_kept() {

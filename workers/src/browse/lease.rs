@@ -5,6 +5,7 @@
 //! Not here: the browser's lifetime and the bound on open contexts (`pool`), nor what is done
 //! in a tab (`actions`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,42 @@ use super::emulate::{apply_credentials, apply_profile};
 use super::launch::Running;
 use super::pool::Pool;
 use super::tab::Tab;
-use super::{Credentials, Error, Profile};
+use super::{Credentials, Error, Profile, with_timeout};
+use crate::job::CookieSpec;
+
+/// What a session needs to start over in a new browser: the cookies of its context and the
+/// localStorage of the origins it was on (secrets: kept in memory only, never shown).
+#[derive(Clone, Default)]
+pub struct SavedState {
+    /// The context's cookies.
+    pub cookies: Vec<CookieSpec>,
+    /// localStorage entries per origin.
+    pub local_storage: HashMap<String, HashMap<String, String>>,
+}
+
+impl std::fmt::Debug for SavedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SavedState {{ {} cookies, {} local_storage origins (redacted) }}",
+            self.cookies.len(),
+            self.local_storage.len()
+        )
+    }
+}
+
+impl SavedState {
+    /// `credentials` with this state over them: its cookies after theirs (so they win), its
+    /// localStorage in place of theirs for the same origin.
+    pub fn over(&self, credentials: &Credentials) -> Credentials {
+        let mut merged = credentials.clone();
+        merged.cookies.extend(self.cookies.iter().cloned());
+        for (origin, entries) in &self.local_storage {
+            merged.local_storage.insert(origin.clone(), entries.clone());
+        }
+        merged
+    }
+}
 
 /// An open browser context with its tabs, held by one job or session. Close it with
 /// [`Lease::close`]; dropping it also frees the slot (the context goes with its browser).
@@ -29,7 +65,8 @@ pub struct Lease {
     pub(super) current: usize,
     pub(super) profile: Profile,
     pub(super) credentials: Credentials,
-    pub(super) _permit: OwnedSemaphorePermit,
+    /// A job's slot (`max_contexts`); sessions hold none.
+    pub(super) _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -120,6 +157,57 @@ impl Lease {
             }
         }
         Ok(added)
+    }
+
+    /// Records the context's cookies and the current page's localStorage (for its origin)
+    /// into `state`, for a session to be restored from if its browser fails.
+    pub async fn save_state(&self, state: &mut SavedState) -> Result<(), Error> {
+        use chromiumoxide::cdp::browser_protocol::storage::GetCookiesParams;
+        let timeout = self.pool.command_timeout();
+        let params = GetCookiesParams {
+            browser_context_id: self.context.clone(),
+        };
+        let cookies = with_timeout(timeout, self.running.browser().execute(params))
+            .await?
+            .result
+            .cookies;
+        state.cookies = cookies
+            .into_iter()
+            .map(|cookie| CookieSpec {
+                name: cookie.name,
+                value: cookie.value,
+                url: None,
+                domain: Some(cookie.domain),
+                path: Some(cookie.path),
+                secure: cookie.secure,
+                http_only: cookie.http_only,
+            })
+            .collect();
+        if self.tab().crashed() {
+            return Ok(());
+        }
+        let answer = super::actions::eval_raw(
+            self.page(),
+            "(() => { try { return { origin: location.origin, items: Object.fromEntries(Object.entries(localStorage)) }; } catch (e) { return null; } })()"
+                .to_owned(),
+            timeout,
+        )
+        .await;
+        if let Ok(answer) = answer
+            && let Some(origin) = answer["origin"].as_str()
+            && (origin.starts_with("http://") || origin.starts_with("https://"))
+            && let Some(items) = answer["items"].as_object()
+        {
+            let items: HashMap<String, String> = items
+                .iter()
+                .filter(|(key, _)| key.as_str() != "__trawl_seeded")
+                .filter_map(|(key, value)| {
+                    value.as_str().map(|value| (key.clone(), value.to_owned()))
+                })
+                .collect();
+            state.local_storage.insert(origin.to_owned(), items);
+        }
+        Ok(())
     }
 
     /// Opens a new tab and makes it current; returns its number.

@@ -2,14 +2,17 @@
 //! JavaScript (`render`) and for scripted or interactive browsing (`actions`).
 //!
 //! - `pool`: the [`Pool`]: one system Chromium (never downloaded), started on first use;
-//!   bounds open contexts (`browser_busy` when full) and the browser's memory (recycled after
-//!   N contexts or above a memory threshold); replaces a browser that crashed or hung.
-//! - `launch`: starting and stopping Chromium: temporary profile, launcher tied to the
-//!   worker's life, command line behind the egress proxy, sweep of stale profiles.
+//!   bounds the jobs' contexts (`browser_busy` when full), refuses sessions on a browser at
+//!   its memory bound, and recycles the browser (after N contexts or above a memory
+//!   threshold); replaces a browser that crashed or hung.
+//! - `launch`: finding and starting Chromium (the override, the system's, a Playwright
+//!   one), stopping it: temporary profile, launcher tied to the worker's life, command line
+//!   behind the egress proxy, headless or not, sweep of stale profiles.
 //! - `memory`: the memory (PSS) of the browser's process tree, from `/proc`.
 //! - `lease`: a [`Lease`]: one isolated browser context per job or session, with its tabs.
 //! - `tab`: one tab: its page, requests in flight (network idle), main document, crashes.
-//! - `emulate`: the device profile and the credentials applied to each new tab.
+//! - `emulate`: the device profile and the credentials applied to each new tab (headers
+//!   only on requests to their own origin).
 //! - `egress`: the in-process HTTP proxy every browser request goes through, applying the
 //!   same SSRF policy as the HTTP client, on the address actually connected to.
 //! - `actions`: running the action set (`goto`, `click`, `type`, `snapshot`, `screenshot`,
@@ -43,15 +46,17 @@ use serde::{Deserialize, Serialize};
 use crate::job::{ErrorCode, JobError};
 
 pub use crate::job::{Action, ActionOutcome, Credentials, Profile};
-pub use lease::Lease;
+pub use lease::{Lease, SavedState};
 pub use pool::Pool;
 
 /// Browser options. Every field is a `trawl.toml` key under `[browse]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// The Chromium executable (the system's; trawl never downloads a browser).
-    pub executable: PathBuf,
+    /// The Chromium executable. Unset: the system's Chromium under its usual names, else a
+    /// Chromium Playwright installed (trawl never downloads a browser); see
+    /// [`Config::find_executable`].
+    pub executable: Option<PathBuf>,
     /// Browser contexts (jobs and sessions) open at once; more get `browser_busy`.
     pub max_contexts: usize,
     /// Seconds a queued job waits for a free context before failing with `browser_busy`
@@ -74,12 +79,20 @@ pub struct Config {
     /// Where temporary profiles go (the system temp dir when unset). Profiles older than an
     /// hour left there by a killed worker are swept at start.
     pub profile_root: Option<PathBuf>,
+    /// Characters a `read` returns when it does not say (`max_chars`).
+    pub read_chars: usize,
+    /// Characters a `read` may ask for at most.
+    pub read_max_chars: usize,
+    /// Bytes of HTML a `read_html` returns at most (`too_large` beyond).
+    pub max_html_bytes: usize,
+    /// Run the browser headless (false: a visible window, to watch a script; needs a display).
+    pub headless: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
-            executable: PathBuf::from("/usr/bin/chromium"),
+            executable: None,
             max_contexts: 4,
             slot_wait_secs: 30,
             recycle_after: 200,
@@ -90,11 +103,34 @@ impl Default for Config {
             idle_quiet_ms: 600,
             idle_max_ms: 6_000,
             profile_root: None,
+            read_chars: 30_000,
+            read_max_chars: 200_000,
+            max_html_bytes: 5_000_000,
+            headless: true,
         }
     }
 }
 
 impl Config {
+    /// The browser to start and how it was found: `browse.executable` when set, else the
+    /// first of the system's Chromium names on `PATH` and in the usual directories, else the
+    /// newest Chromium under Playwright's cache (`PLAYWRIGHT_BROWSERS_PATH`, or
+    /// `~/.cache/ms-playwright`). `Err` lists where it looked.
+    pub fn find_executable(&self) -> Result<(PathBuf, &'static str), String> {
+        if let Some(path) = &self.executable {
+            return Ok((path.clone(), "browse.executable"));
+        }
+        launch::find_system_or_playwright()
+    }
+
+    /// The executable's path for messages (the override, the one found, or the usual name).
+    pub fn executable_shown(&self) -> String {
+        match self.find_executable() {
+            Ok((path, _)) => path.display().to_string(),
+            Err(_) => "chromium".to_owned(),
+        }
+    }
+
     /// Checks the values against their bounds.
     pub fn validate(&self) -> Result<(), String> {
         if self.max_contexts == 0 || self.max_contexts > 256 {
@@ -118,6 +154,15 @@ impl Config {
         if self.output_chars < 100 {
             return Err("browse.output_chars must be at least 100".to_owned());
         }
+        if self.read_chars == 0 || self.read_chars > self.read_max_chars {
+            return Err(format!(
+                "browse.read_chars = {} must be within 1..=browse.read_max_chars ({})",
+                self.read_chars, self.read_max_chars
+            ));
+        }
+        if self.max_html_bytes < 1_000 || self.max_html_bytes > 100_000_000 {
+            return Err("browse.max_html_bytes must be within 1000..=100000000".to_owned());
+        }
         if self.idle_max_ms < self.idle_quiet_ms {
             return Err("browse.idle_max_ms must be at least browse.idle_quiet_ms".to_owned());
         }
@@ -131,6 +176,18 @@ pub enum Error {
     /// Every context is taken.
     #[error("the browser is busy: all {0} contexts are in use; try again later")]
     Busy(usize),
+    /// The browser uses all the memory it may (`browse.max_memory_mb`): no session is opened
+    /// on it.
+    #[error(
+        "the browser is full: it uses {used_mb} MB of its {limit_mb} MB (browse.max_memory_mb); \
+         close a session or try again later"
+    )]
+    Full {
+        /// Its memory now (PSS, MB).
+        used_mb: u64,
+        /// The limit.
+        limit_mb: u64,
+    },
     /// Chromium could not be started.
     #[error("could not start the browser ({path}): {message}")]
     Launch {
@@ -161,7 +218,7 @@ impl Error {
     /// The public error code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Busy(_) => ErrorCode::BrowserBusy,
+            Error::Busy(_) | Error::Full { .. } => ErrorCode::BrowserBusy,
             Error::Launch { .. } | Error::Crashed(_) => ErrorCode::BrowserFailed,
             Error::Navigation { code, .. } => *code,
             Error::Timeout(_) => ErrorCode::Timeout,
@@ -171,7 +228,7 @@ impl Error {
     /// True when a later attempt may succeed.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Busy(_) | Error::Crashed(_) | Error::Timeout(_) => true,
+            Error::Busy(_) | Error::Full { .. } | Error::Crashed(_) | Error::Timeout(_) => true,
             Error::Launch { .. } => false,
             Error::Navigation { code, .. } => matches!(
                 code,

@@ -6,7 +6,7 @@
 // `#__trawl_overlay`, removed by clear()) and by fill()/select(), which change the control.
 (function () {
   'use strict';
-  var VERSION = 1;
+  var VERSION = 2;
   if (window.__trawl && window.__trawl.version === VERSION) return;
 
   var OVERLAY_ID = '__trawl_overlay';
@@ -694,7 +694,7 @@
       if (set) set.call(el, text); else el.value = text;
       fire(el, 'input', { inputType: 'insertText', data: text });
       fire(el, 'change');
-      var out = { ok: true };
+      var out = { ok: true, password: isPassword(el) };
       if (!isPassword(el)) {
         out.value = el.value;
         if (el.value !== text) out.warning = 'the field holds ' + JSON.stringify(el.value) + ' (the page or the input type changed the text)';

@@ -1,7 +1,8 @@
 //! The browser and its contexts. One Chromium per pool, started on first use with a temporary
 //! profile and every request sent through the egress proxy; one isolated browser context per
-//! lease (a job or a session), with its tabs. Bounded: at most `max_contexts` leases at once
-//! (`browser_busy` beyond), and the browser is recycled after `recycle_after` contexts or
+//! lease (a job or a session), with its tabs. Bounded: at most `max_contexts` job leases at
+//! once (`browser_busy` beyond); sessions have their own budget (their number is the
+//! caller's to bound) and are refused on a browser at `max_memory_mb`; and the browser is recycled after `recycle_after` contexts or
 //! when its process tree's memory (PSS) passes `max_memory_mb`. A browser that crashed or stopped
 //! answering its ping is replaced; the lease that saw it fail reports `browser_failed`
 //! (transient, so its job is retried).
@@ -24,7 +25,7 @@ use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams,
 };
 use serde::Serialize;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 use super::egress::{Egress, Limits};
 use super::emulate::{apply_credentials, apply_profile};
@@ -37,7 +38,7 @@ pub use super::emulate::{DESKTOP_UA, MOBILE_UA};
 pub use super::lease::Lease;
 pub use super::memory::tree_memory;
 pub use super::tab::{DocumentResponse, Tab};
-pub use crate::job::{CookieSpec, Credentials};
+pub use crate::job::{CookieSpec, Credentials, OriginHeaders};
 
 /// What the pool did so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -88,13 +89,13 @@ impl Pool {
     /// use; [`Pool::warm`] starts it now.
     pub async fn new(config: Config, policy: Arc<Policy>, dns: Dns) -> Result<Pool, Error> {
         config.validate().map_err(|message| Error::Launch {
-            path: config.executable.display().to_string(),
+            path: config.executable_shown(),
             message,
         })?;
         let egress = Egress::start(policy.clone(), dns, Limits::default())
             .await
             .map_err(|error| Error::Launch {
-                path: config.executable.display().to_string(),
+                path: config.executable_shown(),
                 message: format!("could not start the egress proxy: {error}"),
             })?;
         sweep_stale_profiles(&profile_root(&config), Duration::from_secs(3_600));
@@ -206,6 +207,34 @@ impl Pool {
                 }
             }
         };
+        self.open_lease(profile, credentials, Some(permit)).await
+    }
+
+    /// Opens a context for an agent session: sessions have their own budget (the caller
+    /// bounds their number, `sessions.max_sessions`) and take none of the `max_contexts` slots
+    /// jobs share; a browser already using `max_memory_mb` takes no new session
+    /// ([`Error::Full`]).
+    pub async fn lease_session(
+        &self,
+        profile: Profile,
+        credentials: &Credentials,
+    ) -> Result<Lease, Error> {
+        let limit_mb = self.inner.config.max_memory_mb;
+        let used_mb = self.memory().await / (1024 * 1024);
+        if used_mb >= limit_mb {
+            self.inner.busy.fetch_add(1, Ordering::Relaxed);
+            return Err(Error::Full { used_mb, limit_mb });
+        }
+        self.open_lease(profile, credentials, None).await
+    }
+
+    async fn open_lease(
+        &self,
+        profile: Profile,
+        credentials: &Credentials,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Result<Lease, Error> {
+        let inner = &self.inner;
         // A context that cannot be opened on a browser that answered its ping means the
         // browser died in between: one more try on a fresh one.
         let mut last_error = None;
@@ -324,7 +353,7 @@ impl Pool {
             Ok(launched) => Arc::new(launched?),
             Err(_) => {
                 return Err(Error::Launch {
-                    path: self.inner.config.executable.display().to_string(),
+                    path: self.inner.config.executable_shown(),
                     message: format!("did not start within {} s", limit.as_secs()),
                 });
             }

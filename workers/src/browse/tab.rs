@@ -22,6 +22,8 @@ pub struct Tab {
     idle: Arc<std::sync::Mutex<Traffic>>,
     /// Whether the tab's renderer crashed since its last navigation.
     crashed: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The fingerprint of the tab's last snapshot (its URL and element list).
+    last_snapshot: Arc<std::sync::Mutex<Option<[u8; 32]>>>,
 }
 
 #[derive(Debug)]
@@ -185,7 +187,23 @@ impl Tab {
             page,
             idle,
             crashed,
+            last_snapshot: Arc::default(),
         })
+    }
+
+    /// Records a snapshot of the tab (its URL and element list); true when it is the same as
+    /// the previous one.
+    pub fn same_snapshot(&self, url: &str, elements: &str) -> bool {
+        use sha2::Digest as _;
+        let mut hasher = sha2::Sha256::new();
+        hasher.update(url.as_bytes());
+        hasher.update([0]);
+        hasher.update(elements.as_bytes());
+        let print: [u8; 32] = hasher.finalize().into();
+        let Ok(mut last) = self.last_snapshot.lock() else {
+            return false;
+        };
+        last.replace(print) == Some(print)
     }
 
     /// Whether the tab's renderer crashed (since it last navigated).

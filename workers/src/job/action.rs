@@ -35,6 +35,11 @@ pub enum Action {
     Goto {
         /// An http or https URL.
         url: String,
+        /// What to wait for before the action ends: `idle` (the default: the load event,
+        /// then network idle), `load` (the load event), `none` (the navigation's start).
+        /// Always bounded by `browse.command_timeout_secs`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait_until: Option<WaitUntil>,
     },
     /// Go back in the tab's history.
     Back,
@@ -50,6 +55,14 @@ pub enum Action {
         /// A CSS selector, or an XPath starting with `/`, `(` or `xpath=`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         selector: Option<String>,
+        /// The element's accessibility role (`button`, `link`, `textbox`, …), with `name`:
+        /// the first element of that role whose accessible name is `name` exactly, else the
+        /// first whose name contains it (case-insensitive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// The element's accessible name (with `role`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
         /// Viewport x in CSS pixels (with `y`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         x: Option<f64>,
@@ -65,11 +78,24 @@ pub enum Action {
         /// The field's selector.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         selector: Option<String>,
+        /// The element's accessibility role (`button`, `link`, `textbox`, …), with `name`:
+        /// the first element of that role whose accessible name is `name` exactly, else the
+        /// first whose name contains it (case-insensitive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// The element's accessible name (with `role`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
         /// The text.
         text: String,
         /// Press Enter afterwards.
         #[serde(default)]
         submit: bool,
+        /// The text is a secret: the replay log and the outcomes show it as `•` characters
+        /// (its length kept), never verbatim. Text typed into a password field is treated so
+        /// without it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        secret: bool,
     },
     /// Press a named key (`Enter`, `Tab`, `Escape`, `ArrowDown`, …) or a character.
     Press {
@@ -84,6 +110,14 @@ pub enum Action {
         /// The element's selector.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         selector: Option<String>,
+        /// The element's accessibility role (`button`, `link`, `textbox`, …), with `name`:
+        /// the first element of that role whose accessible name is `name` exactly, else the
+        /// first whose name contains it (case-insensitive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// The element's accessible name (with `role`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// Choose an option of a native `<select>` by its label or value.
     Select {
@@ -93,6 +127,14 @@ pub enum Action {
         /// The select's selector.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         selector: Option<String>,
+        /// The element's accessibility role (`button`, `link`, `textbox`, …), with `name`:
+        /// the first element of that role whose accessible name is `name` exactly, else the
+        /// first whose name contains it (case-insensitive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// The element's accessible name (with `role`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
         /// The option's visible label.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         label: Option<String>,
@@ -126,9 +168,24 @@ pub enum Action {
     Snapshot,
     /// The page's accessibility tree (roles and names).
     A11y,
-    /// The page as markdown (the main content, as a fetch extracts it).
-    Read,
-    /// The page's current HTML (open shadow roots inlined).
+    /// The page as markdown: its main content as a fetch extracts it (`scope: "main"`, the
+    /// default) or the whole visible page (`scope: "page"`), by line range.
+    Read {
+        /// Characters at most (default 30,000; at most `browse.read_max_chars`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_chars: Option<usize>,
+        /// The first line to return (1-based; default 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<usize>,
+        /// The last line to return (inclusive; default: as many as `max_chars` allows).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<usize>,
+        /// `main` (Readability's main content) or `page` (all the visible text).
+        #[serde(default)]
+        scope: ReadScope,
+    },
+    /// The page's complete current HTML (open shadow roots inlined), base64-encoded in
+    /// `html_base64`, up to `browse.max_html_bytes` (`too_large` beyond).
     ReadHtml,
     /// Find text in the page without changing it.
     Find {
@@ -148,9 +205,12 @@ pub enum Action {
     },
     /// A PNG of the viewport (or the whole page).
     Screenshot {
-        /// Draw a 100 px coordinate grid over it.
+        /// Draw a coordinate grid over it.
         #[serde(default)]
         grid: bool,
+        /// The grid's spacing in CSS pixels (default 100; 10 to 1,000).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grid_step: Option<u32>,
         /// The whole page, not just the viewport.
         #[serde(default)]
         full_page: bool,
@@ -176,6 +236,37 @@ pub enum Action {
     },
     /// Start over in a fresh context: tabs, cookies and storage gone (credentials kept).
     Reset,
+}
+
+/// What `goto` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitUntil {
+    /// The load event, then network idle (`browse.idle_quiet_ms` without a request in
+    /// flight, at most `browse.idle_max_ms`).
+    #[default]
+    Idle,
+    /// The load event.
+    Load,
+    /// The navigation's start: the action ends once the new document answered.
+    None,
+}
+
+/// What `read` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadScope {
+    /// The main content, as a fetch extracts it (Readability, then pruning).
+    #[default]
+    Main,
+    /// All the visible text of the page, as markdown.
+    Page,
+}
+
+/// `text` with every character shown as `•` (its length kept): how secrets typed into a
+/// page appear in replay logs and outcomes.
+pub fn mask(text: &str) -> String {
+    "\u{2022}".repeat(text.chars().count())
 }
 
 /// Where `scroll` goes.
@@ -204,6 +295,19 @@ impl ScrollDirection {
 }
 
 impl Action {
+    /// The action as the replay log keeps it: a `type` whose text was a secret (`secret`,
+    /// or `typed_secret`: the field was a password field) shows it masked.
+    pub fn logged(&self, typed_secret: bool) -> Action {
+        let mut action = self.clone();
+        if let Action::Type { text, secret, .. } = &mut action
+            && (*secret || typed_secret)
+        {
+            *text = mask(text);
+            *secret = true;
+        }
+        action
+    }
+
     /// The action's snake_case name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -220,7 +324,7 @@ impl Action {
             Action::Wait { .. } => "wait",
             Action::Snapshot => "snapshot",
             Action::A11y => "a11y",
-            Action::Read => "read",
+            Action::Read { .. } => "read",
             Action::ReadHtml => "read_html",
             Action::Find { .. } => "find",
             Action::GetAttribute { .. } => "get_attribute",
@@ -239,7 +343,7 @@ impl Action {
             self,
             Action::Snapshot
                 | Action::A11y
-                | Action::Read
+                | Action::Read { .. }
                 | Action::ReadHtml
                 | Action::Find { .. }
                 | Action::GetAttribute { .. }
@@ -261,48 +365,103 @@ impl Action {
             }
             _ => Ok(()),
         };
+        // index, selector, or {role, name}: one of them.
+        let target = |index: &Option<u32>,
+                      selector: &Option<String>,
+                      role: &Option<String>,
+                      accessible: &Option<String>| {
+            match (role, accessible) {
+                (None, Some(_)) => Err(format!("{name}: name goes with role")),
+                (Some(_), _) if index.is_some() || selector.is_some() => Err(format!(
+                    "{name}: give one of index, selector or role (with name)"
+                )),
+                (Some(role), _) if role.trim().is_empty() => {
+                    Err(format!("{name}: the role is empty"))
+                }
+                (Some(_), _) => Ok(()),
+                (None, None) => one_target(index, selector),
+            }
+        };
         match self {
-            Action::Goto { url } => check_http_url(url),
+            Action::Goto { url, .. } => check_http_url(url),
+            Action::Read {
+                max_chars,
+                from,
+                to,
+                ..
+            } => {
+                if max_chars == &Some(0) {
+                    return Err("read: max_chars is at least 1".to_owned());
+                }
+                match (from, to) {
+                    (Some(0), _) | (_, Some(0)) => Err("read: lines start at 1".to_owned()),
+                    (Some(from), Some(to)) if to < from => {
+                        Err(format!("read: to ({to}) is before from ({from})"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Action::Screenshot {
+                grid_step: Some(step),
+                ..
+            } if !(10..=1_000).contains(step) => Err(format!(
+                "screenshot: grid_step {step} must be within 10..=1000"
+            )),
             Action::TabNew { url: Some(url) } => check_http_url(url),
             Action::Click {
                 index,
                 selector,
+                role,
+                name: accessible,
                 x,
                 y,
             } => match (x, y) {
-                (Some(x), Some(y)) if index.is_none() && selector.is_none() => {
+                (Some(x), Some(y)) if index.is_none() && selector.is_none() && role.is_none() => {
                     if x.is_finite() && y.is_finite() && *x >= 0.0 && *y >= 0.0 {
                         Ok(())
                     } else {
                         Err("click: x and y must be non-negative numbers".to_owned())
                     }
                 }
-                (None, None) => one_target(index, selector),
-                _ => Err("click: give index, selector, or both x and y".to_owned()),
+                (None, None) => target(index, selector, role, accessible),
+                _ => {
+                    Err("click: give index, selector, role (with name), or both x and y".to_owned())
+                }
             },
             Action::Type {
-                index, selector, ..
+                index,
+                selector,
+                role,
+                name: accessible,
+                ..
             } => {
-                if index.is_none() && selector.is_none() {
+                if index.is_none() && selector.is_none() && role.is_none() && accessible.is_none() {
                     Ok(())
                 } else {
-                    one_target(index, selector)
+                    target(index, selector, role, accessible)
                 }
             }
             Action::GetAttribute { name, .. } if name.is_empty() => {
                 Err("get_attribute: the name is empty".to_owned())
             }
-            Action::Hover { index, selector }
-            | Action::GetAttribute {
+            Action::Hover {
+                index,
+                selector,
+                role,
+                name: accessible,
+            } => target(index, selector, role, accessible),
+            Action::GetAttribute {
                 index, selector, ..
             } => one_target(index, selector),
             Action::Select {
                 index,
                 selector,
+                role,
+                name: accessible,
                 label,
                 value,
             } => {
-                one_target(index, selector)?;
+                target(index, selector, role, accessible)?;
                 match (label, value) {
                     (None, None) => Err("select: give the option's label or value".to_owned()),
                     (Some(_), Some(_)) => Err("select: give label or value, not both".to_owned()),
@@ -386,6 +545,31 @@ pub struct ActionOutcome {
     /// The picture `screenshot` and `highlight` took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<Image>,
+    /// `read_html`: the page's complete HTML, base64 (UTF-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub html_base64: Option<String>,
+    /// `read`: the page's number of lines, and the first line after the range returned
+    /// (`None` at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<usize>,
+    /// `read`: the `from` of the next range (absent at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_from: Option<usize>,
+    /// `snapshot`: the page's actionable elements are the same as at the previous snapshot of
+    /// this tab (no list is sent again; its numbers still hold).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
+    /// `highlight` and `snapshot`: the number of elements listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// A session's browser failed before this action and was relaunched: the action ran in a
+    /// new tab at the session's last URL, its cookies and localStorage restored.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+    /// The action typed a secret (a password field, or `secret: true`): the session's replay
+    /// log keeps its text masked.
+    #[serde(skip)]
+    pub typed_secret: bool,
 }
 
 /// Why an action failed.
@@ -429,6 +613,8 @@ mod tests {
             Action::Click {
                 index: Some(3),
                 selector: None,
+                role: None,
+                name: None,
                 x: None,
                 y: None
             }
@@ -445,12 +631,25 @@ mod tests {
         let both = Action::Click {
             index: Some(1),
             selector: Some("#a".to_owned()),
+            role: None,
+            name: None,
             x: None,
             y: None,
         };
         assert!(both.validate().expect_err("refused").contains("not both"));
+        let by_role: Action =
+            serde_json::from_str(r#"{"action":"click","role":"button","name":"Sign in"}"#)
+                .expect("valid");
+        assert_eq!(by_role.validate(), Ok(()));
+        let name_alone: Action =
+            serde_json::from_str(r#"{"action":"hover","name":"Sign in"}"#).expect("parses");
+        assert!(name_alone.validate().expect_err("refused").contains("role"));
+        let mixed: Action = serde_json::from_str(r#"{"action":"click","role":"button","index":2}"#)
+            .expect("parses");
+        assert!(mixed.validate().is_err());
         let scheme = Action::Goto {
             url: "file:///etc/passwd".to_owned(),
+            wait_until: None,
         };
         assert!(scheme.validate().expect_err("refused").contains("scheme"));
         let key = Action::Press {

@@ -17,9 +17,15 @@ pub struct Credentials {
     /// Cookies set before the first navigation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cookies: Vec<CookieSpec>,
-    /// Headers added to every request of the context.
-    #[serde(default, skip_serializing_if = "HashMap::is_empty")]
-    pub headers: HashMap<String, String>,
+    /// Headers added to the requests of the context to one origin each
+    /// (`[{"origin": "https://app.example.com", "headers": {...}}]`); requests to any other
+    /// origin (third-party resources, links followed elsewhere) never carry them.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "scoped_headers"
+    )]
+    pub headers: Vec<OriginHeaders>,
     /// localStorage entries per origin (`https://example.com` → key → value), written before
     /// the first navigation to that origin.
     #[serde(default, skip_serializing_if = "HashMap::is_empty")]
@@ -32,7 +38,7 @@ impl std::fmt::Debug for Credentials {
             f,
             "Credentials {{ {} cookies, {} headers, {} local_storage origins (redacted) }}",
             self.cookies.len(),
-            self.headers.len(),
+            self.header_count(),
             self.local_storage.len()
         )
     }
@@ -42,6 +48,26 @@ impl Credentials {
     /// True when there is nothing to set.
     pub fn is_empty(&self) -> bool {
         self.cookies.is_empty() && self.headers.is_empty() && self.local_storage.is_empty()
+    }
+
+    /// The headers given for `origin` (`scheme://host[:port]`, as `url::Origin` serialises
+    /// it), merged over every entry naming that origin.
+    pub fn headers_for(&self, origin: &str) -> Vec<(&str, &str)> {
+        self.headers
+            .iter()
+            .filter(|entry| same_origin(&entry.origin, origin))
+            .flat_map(|entry| {
+                entry
+                    .headers
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_str()))
+            })
+            .collect()
+    }
+
+    /// How many headers there are, over every origin.
+    pub fn header_count(&self) -> usize {
+        self.headers.iter().map(|entry| entry.headers.len()).sum()
     }
 
     /// Checks names and values (header names, cookie domains or URLs, origins).
@@ -54,13 +80,24 @@ impl Credentials {
                 return Err(format!("cookie {:?} needs a url or a domain", cookie.name));
             }
         }
-        for name in self.headers.keys() {
-            if name.is_empty()
-                || !name
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphanumeric() || b"-_".contains(&byte))
-            {
-                return Err(format!("{name:?} is not a valid header name"));
+        for entry in &self.headers {
+            if canonical_origin(&entry.origin).is_none() {
+                return Err(format!(
+                    "headers: origin {:?} is not an http(s) origin like https://app.example.com",
+                    entry.origin
+                ));
+            }
+            for (name, value) in &entry.headers {
+                if name.is_empty()
+                    || !name
+                        .bytes()
+                        .all(|byte| byte.is_ascii_alphanumeric() || b"-_".contains(&byte))
+                {
+                    return Err(format!("{name:?} is not a valid header name"));
+                }
+                if value.bytes().any(|byte| byte == b'\r' || byte == b'\n') {
+                    return Err(format!("header {name:?}: a value holds a line break"));
+                }
             }
         }
         for origin in self.local_storage.keys() {
@@ -74,6 +111,59 @@ impl Credentials {
             }
         }
         Ok(())
+    }
+}
+
+/// Headers for one origin.
+#[derive(Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginHeaders {
+    /// The origin they are sent to: `https://app.example.com` (a port when not the
+    /// scheme's own); no path.
+    pub origin: String,
+    /// Header name → value.
+    pub headers: HashMap<String, String>,
+}
+
+/// `origin` as `scheme://host[:port]` (the default port left out), when it is an http(s)
+/// origin without a path, query or user.
+pub fn canonical_origin(origin: &str) -> Option<String> {
+    let url = url::Url::parse(origin).ok()?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !matches!(url.path(), "" | "/")
+    {
+        return None;
+    }
+    Some(url.origin().ascii_serialization())
+}
+
+fn same_origin(given: &str, origin: &str) -> bool {
+    canonical_origin(given).is_some_and(|given| given == origin)
+}
+
+/// `headers` as a list of `{origin, headers}`; the former bare map (sent everywhere) is
+/// refused with a message saying what to send instead.
+fn scoped_headers<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<OriginHeaders>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Scoped(Vec<OriginHeaders>),
+        Bare(HashMap<String, String>),
+    }
+    match Given::deserialize(deserializer)? {
+        Given::Scoped(list) => Ok(list),
+        Given::Bare(map) if map.is_empty() => Ok(Vec::new()),
+        Given::Bare(_) => Err(serde::de::Error::custom(
+            "credentials.headers must name the origin they are sent to: \
+             [{\"origin\": \"https://app.example.com\", \"headers\": {\"authorization\": \"...\"}}]",
+        )),
     }
 }
 
@@ -107,6 +197,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn headers_belong_to_their_origin_and_a_bare_map_is_refused() {
+        let credentials: Credentials = serde_json::from_str(
+            r#"{"headers": [{"origin": "https://App.example.com:443/", "headers": {"x-a": "1"}}]}"#,
+        )
+        .expect("scoped headers parse");
+        assert_eq!(credentials.validate(), Ok(()));
+        assert_eq!(
+            credentials.headers_for("https://app.example.com"),
+            vec![("x-a", "1")]
+        );
+        assert!(
+            credentials
+                .headers_for("https://cdn.example.com")
+                .is_empty()
+        );
+        assert!(credentials.headers_for("http://app.example.com").is_empty());
+        let bare = serde_json::from_str::<Credentials>(r#"{"headers": {"x-a": "1"}}"#)
+            .expect_err("a bare map is refused");
+        assert!(bare.to_string().contains("origin"), "{bare}");
+    }
+
+    #[test]
     fn credentials_never_show_their_values_in_debug() {
         let credentials = Credentials {
             cookies: vec![CookieSpec {
@@ -118,7 +230,10 @@ mod tests {
                 secure: true,
                 http_only: true,
             }],
-            headers: HashMap::from([("authorization".to_owned(), "Bearer t0ken".to_owned())]),
+            headers: vec![OriginHeaders {
+                origin: "https://example.com".to_owned(),
+                headers: HashMap::from([("authorization".to_owned(), "Bearer t0ken".to_owned())]),
+            }],
             local_storage: HashMap::new(),
         };
         let shown = format!("{credentials:?}");
@@ -131,7 +246,18 @@ mod tests {
     #[test]
     fn bad_credentials_are_named() {
         let credentials = Credentials {
-            headers: HashMap::from([("bad header".to_owned(), "x".to_owned())]),
+            headers: vec![OriginHeaders {
+                origin: "https://example.com".to_owned(),
+                headers: HashMap::from([("bad header".to_owned(), "x".to_owned())]),
+            }],
+            ..Credentials::default()
+        };
+        assert!(credentials.validate().is_err());
+        let credentials = Credentials {
+            headers: vec![OriginHeaders {
+                origin: "https://example.com/path".to_owned(),
+                headers: HashMap::new(),
+            }],
             ..Credentials::default()
         };
         assert!(credentials.validate().is_err());

@@ -76,6 +76,19 @@ pub enum ErrorCode {
     BrowserFailed,
     /// A fault inside trawl (store or queue unavailable); details are in the logs.
     Internal,
+    /// A search provider answered with its anti-bot page (a challenge, "anomaly", or a 202
+    /// or 403 instead of results): `evidence` says which.
+    SearchBlocked,
+    /// A search provider answered 429: `retry_after` says when to try again.
+    SearchRateLimited,
+    /// A search provider's answer could not be read: bad JSON, wrong types, or a page
+    /// without what it should hold (DuckDuckGo's image token).
+    SearchInvalidResponse,
+    /// The search asked for an engine the operator forbids (`search.searxng.forbid_engines`).
+    SearchEngineForbidden,
+    /// The search asked for a provider that is not configured (SearxNG without
+    /// `search.searxng.url`).
+    SearchUnconfigured,
 }
 
 impl ErrorCode {
@@ -111,11 +124,16 @@ impl ErrorCode {
             ErrorCode::BrowserBusy => "browser_busy",
             ErrorCode::BrowserFailed => "browser_failed",
             ErrorCode::Internal => "internal",
+            ErrorCode::SearchBlocked => "search_blocked",
+            ErrorCode::SearchRateLimited => "search_rate_limited",
+            ErrorCode::SearchInvalidResponse => "search_invalid_response",
+            ErrorCode::SearchEngineForbidden => "search_engine_forbidden",
+            ErrorCode::SearchUnconfigured => "search_unconfigured",
         }
     }
 
     /// Every code, in declaration order (for documentation and tests).
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 34] = [
         ErrorCode::InvalidUrl,
         ErrorCode::UnsupportedScheme,
         ErrorCode::BlockedDestination,
@@ -145,6 +163,11 @@ impl ErrorCode {
         ErrorCode::BrowserBusy,
         ErrorCode::BrowserFailed,
         ErrorCode::Internal,
+        ErrorCode::SearchBlocked,
+        ErrorCode::SearchRateLimited,
+        ErrorCode::SearchInvalidResponse,
+        ErrorCode::SearchEngineForbidden,
+        ErrorCode::SearchUnconfigured,
     ];
 }
 

@@ -12,6 +12,7 @@
 //! - `crawl`: [`CrawlSpec`].
 //! - `scope`: a crawl's [`Scope`] and its include/exclude [`UrlFilter`].
 //! - `proxy`: the proxy a job asks for ([`Choice`], [`ProxyUrl`]).
+//! - `search`: [`SearchJob`] (web search), [`ImagesJob`] and their results.
 //!
 //! Not here: how jobs are queued or stored (`trawl::queue`, `trawl::store`), nor the work itself
 //! (`fetch`, `browse`, `web`).
@@ -24,20 +25,28 @@ mod error;
 mod fetch;
 mod proxy;
 mod scope;
+mod search;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use action::{Action, ActionError, ActionOutcome, Image, KEYS, ScrollDirection};
+pub use action::{
+    Action, ActionError, ActionOutcome, Image, KEYS, ReadScope, ScrollDirection, WaitUntil, mask,
+};
 pub use browse::{BrowseJob, BrowseResult, MAX_ACTIONS, Profile};
 pub use crawl::CrawlSpec;
-pub use credentials::{CookieSpec, Credentials};
+pub use credentials::{CookieSpec, Credentials, OriginHeaders, canonical_origin};
 pub use error::{ErrorCode, JobError};
 pub use fetch::{
     Content, Extractor, FetchJob, FetchResult, Format, MAX_CACHE_TTL_SECS, Meta, Render, RenderMode,
 };
 pub use proxy::{Choice, ProxyUrl, SCHEMES, redact_option};
 pub use scope::{FilterError, MAX_GLOB_LEN, MAX_GLOBS, Scope, UrlFilter};
+pub use search::{
+    DEFAULT_LIMIT as SEARCH_DEFAULT_LIMIT, FetchedHit, ImageHit, ImagesJob, ImagesResult, Infobox,
+    InstantAnswer, MAX_LIMIT as SEARCH_MAX_LIMIT, MAX_QUERY_BYTES as SEARCH_MAX_QUERY_BYTES,
+    Provider, ProviderFailure, SafeSearch, SearchHit, SearchJob, SearchResult, UnresponsiveEngine,
+};
 
 /// A unit of work as it travels through the queue: options and URLs, never page bodies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -47,6 +56,8 @@ pub enum Job {
     Fetch(FetchJob),
     /// A script of browser actions on a page, in a fresh browser context.
     Browse(BrowseJob),
+    /// A web search, whose top results may become fetch jobs of the same batch.
+    Search(SearchJob),
 }
 
 impl Job {
@@ -55,6 +66,7 @@ impl Job {
         match self {
             Job::Fetch(_) => "fetch",
             Job::Browse(_) => "browse",
+            Job::Search(_) => "search",
         }
     }
 
@@ -63,14 +75,17 @@ impl Job {
         match self {
             Job::Fetch(job) => job.validate(),
             Job::Browse(job) => job.validate(),
+            Job::Search(job) => job.validate(),
         }
     }
 
-    /// Returns the URL the job is about, for logs and summaries.
+    /// Returns the URL the job is about, for logs and summaries (a search job has none: the
+    /// empty string; its query is never logged).
     pub fn url(&self) -> &str {
         match self {
             Job::Fetch(job) => &job.url,
             Job::Browse(job) => &job.url,
+            Job::Search(_) => "",
         }
     }
 
@@ -83,13 +98,22 @@ impl Job {
         {
             value["proxy"] = serde_json::Value::String(proxy::redact_option(proxy));
         }
+        if let Job::Browse(job) = self {
+            // A `type` marked secret shows its text masked.
+            let actions: Vec<Action> = job
+                .actions
+                .iter()
+                .map(|action| action.logged(false))
+                .collect();
+            value["actions"] = serde_json::to_value(actions).expect("actions serialise");
+        }
         if let Job::Browse(job) = self
             && !job.credentials.is_empty()
         {
             value["credentials"] = serde_json::json!({
                 "redacted": true,
                 "cookies": job.credentials.cookies.len(),
-                "headers": job.credentials.headers.len(),
+                "headers": job.credentials.header_count(),
                 "local_storage": job.credentials.local_storage.len(),
             });
         }
@@ -101,6 +125,7 @@ impl Job {
         match self {
             Job::Fetch(job) => job.render.is_on(),
             Job::Browse(_) => true,
+            Job::Search(_) => false,
         }
     }
 }

@@ -14,6 +14,7 @@
 
 mod config;
 mod error;
+mod origin;
 mod redirect;
 mod response;
 mod route;
@@ -73,6 +74,9 @@ pub struct Client {
     /// the post-connect re-check because the map itself was checked.
     dial_targets: Arc<HashSet<IpAddr>>,
     dns: Dns,
+    /// The one origin reachable on a private address, when the caller named one
+    /// (`with_trusted_origin`).
+    trusted: Option<Arc<origin::TrustedOrigin>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -103,6 +107,7 @@ impl Client {
             config: Arc::new(config),
             dial_targets,
             dns,
+            trusted: None,
         })
     }
 
@@ -181,7 +186,7 @@ impl Client {
         guard: Option<&RedirectGuard>,
     ) -> Result<Response, Error> {
         let limit = max_bytes.unwrap_or(self.config.max_bytes);
-        self.within_total_timeout(self.get_inner(url, limit, choice, guard))
+        self.within_total_timeout(self.get_inner(url, limit, choice, guard, &HeaderMap::new()))
             .await
     }
 
@@ -310,10 +315,11 @@ impl Client {
             )));
         }
         // Through a configured proxy the address is the proxy's, which the operator chose.
+        let policy = route.policy.as_deref().unwrap_or(&self.policy);
         if let Some(addr) = response.remote_addr()
             && !route.trusted
             && !self.dial_targets.contains(&addr.ip())
-            && let Err(reason) = self.policy.check_ip(addr.ip())
+            && let Err(reason) = policy.check_ip(addr.ip())
         {
             // Defence in depth: the resolver already refused such answers.
             return Err(Error::Blocked {

@@ -1,7 +1,7 @@
 //! What each path answers, in groups by role: the friendly pages and documents, redirects,
 //! hostile transport (lies about lengths, bodies that drip or never end, compression bombs,
 //! lying content types), charsets, statuses and headers, block pages, webhook receivers,
-//! and robots.txt with sitemaps.
+//! robots.txt with sitemaps, and web search providers (SearxNG, DuckDuckGo).
 //!
 //! Each group answers the paths it knows and leaves the others alone (it returns `None`);
 //! [`route`] asks them in turn and answers 404 when none knows the path. No two groups
@@ -14,6 +14,7 @@ mod crawling;
 mod hostile;
 mod pages;
 mod redirects;
+mod search;
 mod status;
 mod webhooks;
 
@@ -25,6 +26,7 @@ use crate::server::Ctx;
 
 pub use charsets::{CHARSET_TEXT, CHARSET_TEXT_JA};
 pub use crawling::{ROBOTS_TXT, SITEMAP_A_PAGES};
+pub use search::{SEARCH_COOKIE, SEARCH_VQD};
 pub use webhooks::{WEBHOOK_FLAKY_FAILURES, WEBHOOK_SLOW_DELAY};
 
 /// Answers `req` on `conn`: the group that knows the path, else 404.
@@ -51,6 +53,9 @@ pub(crate) async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Resu
         return done;
     }
     if let Some(done) = crawling::route(conn, ctx, req).await {
+        return done;
+    }
+    if let Some(done) = search::route(conn, ctx, req).await {
         return done;
     }
     conn.html(

@@ -11,7 +11,7 @@ use chromiumoxide::page::Page;
 use serde_json::Value;
 use std::time::Duration;
 
-use super::page::{call_page, json, page_error};
+use super::page::{call_page, eval_raw, json, page_error};
 use super::{Failure, ScrollDirection, command_timeout, settle};
 use crate::browse::lease::Lease;
 use crate::browse::{Error, with_timeout};
@@ -35,30 +35,50 @@ pub(super) async fn click(
     Ok(Some(format!("clicked at ({:.0}, {:.0})", point.x, point.y)))
 }
 
-/// Fills a field with `text`, or types it into the focused element; presses Enter after it when `submit`.
+/// Fills a field with `text`, or types it into the focused element; presses Enter after it
+/// when `submit`. Also says whether the field was a password field (its text is then a
+/// secret the replay log masks).
 pub(super) async fn type_text(
     lease: &Lease,
     index: Option<u32>,
     selector: Option<&str>,
     text: &str,
     submit: bool,
-) -> Result<Option<String>, Failure> {
+) -> Result<(Option<String>, bool), Failure> {
     let timeout = command_timeout(lease);
-    let output = if index.is_none() && selector.is_none() {
+    let (output, password) = if index.is_none() && selector.is_none() {
+        // The focused element, looked for through open shadow roots.
+        let focused_password = eval_raw(
+            lease.page(),
+            "(() => { let e = document.activeElement; \
+             while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement; \
+             return !!e && e.localName === 'input' && (e.type || '').toLowerCase() === 'password'; })()"
+                .to_owned(),
+            timeout,
+        )
+        .await?
+        .as_bool()
+        .unwrap_or(false);
         with_timeout(timeout, lease.page().execute(InsertTextParams::new(text))).await?;
-        "typed into the focused element".to_owned()
+        (
+            "typed into the focused element".to_owned(),
+            focused_password,
+        )
     } else {
         let call = format!("fill({}, {})", target_arg(index, selector), json(text));
         let answer = call_page(lease, &call).await?;
         page_error(&answer)?;
-        format!("filled {}", describe_target(index, selector))
+        (
+            format!("filled {}", describe_target(index, selector)),
+            answer["password"].as_bool().unwrap_or(false),
+        )
     };
     if submit {
         lease.tab().touch();
         press(lease.page(), "Enter", timeout).await?;
         settle(lease).await;
     }
-    Ok(Some(output))
+    Ok((Some(output), password))
 }
 
 /// Presses a named key or a character.

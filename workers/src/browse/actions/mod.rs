@@ -37,9 +37,11 @@ use super::{Error, with_timeout};
 use crate::fetch::truncate_chars;
 use crate::job::ErrorCode;
 
-pub use crate::job::{Action, ActionError, ActionOutcome, Image, KEYS, ScrollDirection};
+pub use crate::job::{
+    Action, ActionError, ActionOutcome, Image, KEYS, ReadScope, ScrollDirection, WaitUntil,
+};
 pub use navigation::navigate;
-pub(crate) use page::{evaluate, html, title};
+pub(crate) use page::{eval_raw, evaluate, html, title};
 
 /// How an action failed: the browser itself (the lease is unusable), or only the action.
 #[derive(Debug)]
@@ -80,14 +82,34 @@ impl From<Error> for Failure {
     }
 }
 
+/// What an action leaves beside its text output.
+#[derive(Debug, Default)]
+pub(super) struct Extra {
+    /// `screenshot`, `highlight`: the picture.
+    pub(super) image: Option<Image>,
+    /// `read_html`: the HTML, base64.
+    pub(super) html_base64: Option<String>,
+    /// `read`: the page's lines, and where the next range starts.
+    pub(super) total_lines: Option<usize>,
+    pub(super) next_from: Option<usize>,
+    /// `read`: the output was cut at its own `max_chars` (not `browse.output_chars`).
+    pub(super) read_cap: Option<(usize, bool)>,
+    /// `snapshot`, `highlight`: elements listed.
+    pub(super) count: Option<usize>,
+    /// `type` typed a secret (a password field).
+    pub(super) typed_secret: bool,
+    /// `snapshot`: the same elements as the tab's previous snapshot.
+    pub(super) unchanged: bool,
+}
+
 /// Runs one action in the lease's current tab. `Err` only when the browser failed (crashed,
 /// hung): the caller retires the lease. Any other failure is an outcome with `ok: false`.
 pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Error> {
     let started = Instant::now();
-    let mut image = None;
+    let mut extra = Extra::default();
     let result = match action.validate() {
         Err(message) => Err(Failure::action("invalid_action", message)),
-        Ok(()) => perform_watched(lease, action, &mut image).await,
+        Ok(()) => perform_watched(lease, action, &mut extra).await,
     };
     let cap = lease.pool().config().output_chars;
     let (output, error) = match result {
@@ -95,13 +117,15 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
         Err(Failure::Browser(error)) => return Err(error),
         Err(Failure::Action { code, message }) => (None, Some(ActionError { code, message })),
     };
-    let (output, truncated) = match output {
-        Some(text) => {
+    let (output, truncated) = match (output, extra.read_cap) {
+        // `read` cut its own range (by lines, at its `max_chars`).
+        (Some(text), Some((_, cut))) => (Some(text), cut),
+        (Some(text), None) => {
             let shown = truncate_chars(&text, cap);
             let truncated = shown.len() < text.len();
             (Some(shown.to_owned()), truncated)
         }
-        None => (None, false),
+        (None, _) => (None, false),
     };
     let timeout = command_timeout(lease);
     let page = lease.page();
@@ -126,7 +150,14 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
         title,
         tab: lease.current_tab(),
         took_ms: started.elapsed().as_millis() as u64,
-        image,
+        image: extra.image,
+        html_base64: extra.html_base64,
+        total_lines: extra.total_lines,
+        next_from: extra.next_from,
+        count: extra.count,
+        unchanged: extra.unchanged,
+        recovered: false,
+        typed_secret: extra.typed_secret || matches!(action, Action::Type { secret: true, .. }),
     })
 }
 
@@ -136,7 +167,7 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
 async fn perform_watched(
     lease: &mut Lease,
     action: &Action,
-    image: &mut Option<Image>,
+    extra: &mut Extra,
 ) -> Result<Option<String>, Failure> {
     let crashed = || {
         Failure::action(
@@ -149,13 +180,13 @@ async fn perform_watched(
         Action::TabNew { .. }
         | Action::TabSwitch { .. }
         | Action::TabClose { .. }
-        | Action::Reset => return perform(lease, action, image).await,
+        | Action::Reset => return perform(lease, action, extra).await,
         Action::Goto { .. } | Action::Reload => tab.recovered(),
         _ if tab.crashed() => return Err(crashed()),
         _ => {}
     }
     tokio::select! {
-        result = perform(lease, action, image) => result,
+        result = perform(lease, action, extra) => result,
         () = tab.crash() => Err(crashed()),
     }
 }
@@ -177,35 +208,62 @@ pub(super) async fn settle(lease: &Lease) {
 async fn perform(
     lease: &mut Lease,
     action: &Action,
-    image: &mut Option<Image>,
+    extra: &mut Extra,
 ) -> Result<Option<String>, Failure> {
     match action {
-        Action::Goto { url } => navigation::goto(lease, url).await,
+        Action::Goto { url, wait_until } => {
+            navigation::goto(lease, url, wait_until.unwrap_or_default()).await
+        }
         Action::Back => navigation::history(lease, -1).await,
         Action::Forward => navigation::history(lease, 1).await,
         Action::Reload => navigation::reload(lease).await,
         Action::Click {
             index,
             selector,
+            role,
+            name,
             x,
             y,
-        } => input::click(lease, *index, selector.as_deref(), *x, *y).await,
+        } => {
+            let index = by_role(lease, *index, role, name).await?;
+            input::click(lease, index, selector.as_deref(), *x, *y).await
+        }
         Action::Type {
             index,
             selector,
+            role,
+            name,
             text,
             submit,
-        } => input::type_text(lease, *index, selector.as_deref(), text, *submit).await,
+            ..
+        } => {
+            let index = by_role(lease, *index, role, name).await?;
+            let (output, password) =
+                input::type_text(lease, index, selector.as_deref(), text, *submit).await?;
+            extra.typed_secret = password;
+            Ok(output)
+        }
         Action::Press { key } => input::press_key(lease, key).await,
-        Action::Hover { index, selector } => input::hover(lease, *index, selector.as_deref()).await,
+        Action::Hover {
+            index,
+            selector,
+            role,
+            name,
+        } => {
+            let index = by_role(lease, *index, role, name).await?;
+            input::hover(lease, index, selector.as_deref()).await
+        }
         Action::Select {
             index,
             selector,
+            role,
+            name,
             label,
             value,
         } => {
+            let index = by_role(lease, *index, role, name).await?;
             let (label, value) = (label.as_deref(), value.as_deref());
-            input::select(lease, *index, selector.as_deref(), label, value).await
+            input::select(lease, index, selector.as_deref(), label, value).await
         }
         Action::Scroll { direction } => input::scroll(lease, *direction).await,
         Action::Wait {
@@ -214,24 +272,58 @@ async fn perform(
             idle,
             ms,
         } => wait::wait(lease, selector.as_deref(), text.as_deref(), *idle, *ms).await,
-        Action::Snapshot => observe::snapshot(lease).await,
+        Action::Snapshot => observe::snapshot(lease, extra).await,
         Action::A11y => observe::a11y(lease).await,
-        Action::Read => observe::read(lease).await,
-        Action::ReadHtml => observe::read_html(lease).await,
+        Action::Read {
+            max_chars,
+            from,
+            to,
+            scope,
+        } => {
+            let range = observe::ReadRange {
+                max_chars: *max_chars,
+                from: *from,
+                to: *to,
+                scope: *scope,
+            };
+            observe::read(lease, range, extra).await
+        }
+        Action::ReadHtml => observe::read_html(lease, extra).await,
         Action::Find { text } => observe::find(lease, text).await,
         Action::GetAttribute {
             index,
             selector,
             name,
         } => observe::get_attribute(lease, *index, selector.as_deref(), name).await,
-        Action::Screenshot { grid, full_page } => {
-            observe::screenshot(lease, *grid, *full_page, image).await
+        Action::Screenshot {
+            grid,
+            grid_step,
+            full_page,
+        } => {
+            let grid = grid.then(|| grid_step.unwrap_or(100));
+            observe::screenshot(lease, grid, *full_page, &mut extra.image).await
         }
-        Action::Highlight => observe::highlight(lease, image).await,
+        Action::Highlight => observe::highlight(lease, extra).await,
         Action::TabNew { url } => tabs::tab_new(lease, url.as_deref()).await,
         Action::TabSwitch { tab } => tabs::tab_switch(lease, *tab).await,
         Action::TabClose { tab } => tabs::tab_close(lease, *tab).await,
         Action::Reset => tabs::reset(lease).await,
+    }
+}
+
+/// The element an action targets by `{role, name}`, as an element number the page helpers
+/// know (`index` as given otherwise).
+async fn by_role(
+    lease: &Lease,
+    index: Option<u32>,
+    role: &Option<String>,
+    name: &Option<String>,
+) -> Result<Option<u32>, Failure> {
+    match role {
+        Some(role) => Ok(Some(
+            observe::element_by_role(lease, role, name.as_deref()).await?,
+        )),
+        None => Ok(index),
     }
 }
 

@@ -9,16 +9,87 @@ use chromiumoxide::cdp::browser_protocol::page::GetNavigationHistoryParams;
 use chromiumoxide::error::CdpError;
 
 use super::page::eval_raw;
-use super::{Failure, command_timeout, settle};
+use super::{Failure, WaitUntil, command_timeout, settle};
 use crate::browse::lease::Lease;
 use crate::browse::{Error, navigation_code, with_timeout};
 use crate::job::ErrorCode;
 use crate::web::client::origin_of;
 
-/// Loads `url` in the current tab.
-pub(super) async fn goto(lease: &Lease, url: &str) -> Result<Option<String>, Failure> {
-    navigate(lease, url).await?;
-    Ok(None)
+/// Loads `url` in the current tab and waits for what `wait_until` names, within the command
+/// timeout.
+pub(super) async fn goto(
+    lease: &Lease,
+    url: &str,
+    wait_until: WaitUntil,
+) -> Result<Option<String>, Failure> {
+    let started = Instant::now();
+    match wait_until {
+        WaitUntil::None => {
+            start_navigation(lease, url).await?;
+            return Ok(Some("navigation started".to_owned()));
+        }
+        WaitUntil::Load | WaitUntil::Idle => navigate(lease, url).await?,
+    }
+    if wait_until == WaitUntil::Load {
+        return Ok(Some("loaded".to_owned()));
+    }
+    let config = lease.pool().config();
+    let left = command_timeout(lease).saturating_sub(started.elapsed());
+    let max = Duration::from_millis(config.idle_max_ms).min(left);
+    let quiet = Duration::from_millis(config.idle_quiet_ms);
+    Ok(Some(if lease.tab().wait_idle(quiet, max).await {
+        "loaded; the network is idle".to_owned()
+    } else {
+        format!(
+            "loaded; the network was still busy after {} ms",
+            max.as_millis()
+        )
+    }))
+}
+
+/// Starts loading `url` in the current tab and returns once its document answered (or the
+/// URL changed), without waiting for its load event. The destination is checked first, and
+/// the egress proxy's refusal is reported as for any navigation.
+async fn start_navigation(lease: &Lease, url: &str) -> Result<(), Failure> {
+    let pool = lease.pool();
+    let parsed = pool
+        .policy()
+        .parse_url(url)
+        .map_err(|error| Failure::action(error.code(), error.to_string()))?;
+    let origin = origin_of(&parsed);
+    let timeout = command_timeout(lease);
+    let page = lease.page();
+    let before = with_timeout(timeout, page.url()).await?;
+    lease.tab().touch();
+    lease.tab().forget_document();
+    let script = format!(
+        "location.assign({})",
+        serde_json::to_string(parsed.as_str()).expect("strings serialise")
+    );
+    eval_raw(page, script, timeout).await?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(document) = lease.tab().document() {
+            if let Some(reason) = document.blocked {
+                return Err(Failure::action(
+                    ErrorCode::BlockedDestination.as_str(),
+                    format!("navigation to {origin} led to a blocked destination ({reason})"),
+                ));
+            }
+            return Ok(());
+        }
+        let now = with_timeout(timeout, page.url()).await?;
+        if now != before {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::action(
+                ErrorCode::Timeout.as_str(),
+                format!("{origin} did not answer within {} s", timeout.as_secs()),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 /// Goes one step back (`step` -1) or forward (1) in the tab's history.

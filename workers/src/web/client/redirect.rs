@@ -31,17 +31,31 @@ impl Client {
         limit: u64,
         choice: &Choice,
         guard: Option<&RedirectGuard>,
+        headers: &HeaderMap,
     ) -> Result<Response, Error> {
         let mut current = url.clone();
         let mut hops: Vec<Url> = Vec::new();
         loop {
-            self.policy.check_url(&current)?;
+            // The trusted origin (when the client has one) is checked under its own policy;
+            // every other hop, a redirect from it included, under the client's.
+            let route = match self.trusted_route(&current) {
+                Some((route, policy)) => {
+                    policy.check_url(&current)?;
+                    route
+                }
+                None => {
+                    self.policy.check_url(&current)?;
+                    self.route(&current, choice)?
+                }
+            };
             hops.push(current.clone());
-            let route = self.route(&current, choice)?;
             self.check_name_for_proxy(&current, &route).await?;
-            let response = self
-                .send_checked(route.http.get(current.clone()), &current, &route)
-                .await?;
+            let mut request = route.http.get(current.clone());
+            // The caller's headers go to the first URL's origin only.
+            if !headers.is_empty() && current.origin() == url.origin() {
+                request = request.headers(headers.clone());
+            }
+            let response = self.send_checked(request, &current, &route).await?;
             let status = response.status().as_u16();
             if matches!(status, 301 | 302 | 303 | 307 | 308) {
                 let next = redirect_target(&current, response.headers())

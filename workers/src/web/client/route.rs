@@ -44,6 +44,9 @@ pub(super) struct Route {
     pub(super) proxy: Option<String>,
     /// A configured proxy: its address is not checked after connecting.
     pub(super) trusted: bool,
+    /// The policy the connected address is checked under, when not the client's (the
+    /// trusted origin's).
+    pub(super) policy: Option<Arc<Policy>>,
 }
 
 /// Builds a reqwest client with the guard's resolver and limits, through `proxy` if given
@@ -128,6 +131,7 @@ impl Client {
             http: self.http.clone(),
             proxy: None,
             trusted: false,
+            policy: None,
         };
         match choice {
             Choice::Direct => Ok(direct()),
@@ -144,6 +148,7 @@ impl Client {
                             http: proxied.http.clone(),
                             proxy: Some(proxied.label.clone()),
                             trusted: true,
+                            policy: None,
                         },
                         None => direct(),
                     },
@@ -185,6 +190,7 @@ impl Client {
                     http,
                     proxy: Some(proxy_url.label()),
                     trusted: false,
+                    policy: None,
                 })
             }
         }

@@ -1,0 +1,736 @@
+//! The Firecrawl request types (camelCase, v1 and v2 in one shape: the fields either sends are
+//! accepted, unknown fields refused) and how scrape options map onto a trawl fetch job:
+//! `formats` → which parts of the document are built, `maxAge` → the cache TTL,
+//! `storeInCache: false` → a fetch kept out of the cache, `waitFor` → rendering in Chromium,
+//! `timeout` → how long the answer waits. Options trawl cannot honour are refused here, each
+//! with a message naming it.
+//!
+//! Not here: building documents (`document`) or running anything (the handlers).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use trawl_workers::job::{FetchJob, Format, Render};
+use utoipa::ToSchema;
+
+use super::FcError;
+
+/// One entry of `formats`: a name (`"markdown"`) or an object with a `type` (`{"type":
+/// "screenshot", "fullPage": true}`).
+#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
+#[serde(untagged)]
+#[schema(as = FirecrawlFormat)]
+pub(crate) enum FormatEntry {
+    /// `markdown`, `html`, `rawHtml` or `links`.
+    Name(String),
+    /// A format with options; its `type` names it.
+    Object(FormatObject),
+}
+
+/// A format given as an object.
+#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
+#[schema(as = FirecrawlFormatObject)]
+pub(crate) struct FormatObject {
+    /// The format's name.
+    #[serde(rename = "type")]
+    pub(crate) kind: String,
+    /// The format's options (none of the formats trawl builds takes any).
+    #[serde(flatten)]
+    pub(crate) options: BTreeMap<String, serde_json::Value>,
+}
+
+/// The parts of a Firecrawl document a request asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Wanted {
+    /// The page as markdown (the main content).
+    pub(crate) markdown: bool,
+    /// The main content as cleaned HTML.
+    pub(crate) html: bool,
+    /// The body as received.
+    pub(crate) raw_html: bool,
+    /// The page's links.
+    pub(crate) links: bool,
+}
+
+/// Declares a request type holding the scrape options (the same fields in a scrape, a batch
+/// scrape and a crawl's `scrapeOptions`) beside its own fields, and `take_options` to move
+/// them out as [`ScrapeOptions`].
+macro_rules! with_scrape_options {
+    (
+        $(#[$meta:meta])*
+        pub(crate) struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                pub(crate) $field:ident: $type:ty,
+            )*
+        }
+    ) => {
+        #[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        $(#[$meta])*
+        pub(crate) struct $name {
+            $(
+                $(#[$field_meta])*
+                pub(crate) $field: $type,
+            )*
+            /// The parts of the document to build: `markdown` (the default), `html` (the main
+            /// content as cleaned HTML), `rawHtml` (the body as received), `links`. Others
+            /// (`json`, `summary`, `screenshot`, `changeTracking`, `images`, `branding`, …)
+            /// are refused.
+            #[serde(default)]
+            pub(crate) formats: Option<Vec<FormatEntry>>,
+            /// Only the main content (Readability); `true` is all trawl does, `false` is
+            /// refused.
+            #[serde(default)]
+            pub(crate) only_main_content: Option<bool>,
+            /// Refused when not empty (trawl does not select elements by tag).
+            #[serde(default)]
+            pub(crate) include_tags: Option<Vec<String>>,
+            /// Refused when not empty (trawl does not select elements by tag).
+            #[serde(default)]
+            pub(crate) exclude_tags: Option<Vec<String>>,
+            /// Refused when not empty (request headers are browse-job credentials in trawl).
+            #[serde(default)]
+            pub(crate) headers: Option<BTreeMap<String, String>>,
+            /// Milliseconds to wait before reading the page: any value above 0 renders it in
+            /// Chromium, which waits for the network to be idle (600 ms quiet, at most 6 s).
+            #[serde(default)]
+            #[schema(maximum = 60_000)]
+            pub(crate) wait_for: Option<u64>,
+            /// Milliseconds the answer waits for the page (capped by
+            /// `api.sync_timeout_secs`); past it, 408 `SCRAPE_TIMEOUT` and the job goes on.
+            #[serde(default)]
+            #[schema(minimum = 1, maximum = 3_600_000)]
+            pub(crate) timeout: Option<u64>,
+            /// `true` is refused (device emulation is a browse job's profile).
+            #[serde(default)]
+            pub(crate) mobile: Option<bool>,
+            /// `true` is refused: trawl always verifies TLS.
+            #[serde(default)]
+            pub(crate) skip_tls_verification: Option<bool>,
+            /// Accepted: trawl's markdown never inlines images as base64.
+            #[serde(default)]
+            pub(crate) remove_base64_images: Option<bool>,
+            /// Accepted: plain fetches load no ads; rendered pages load what the page does.
+            #[serde(default)]
+            pub(crate) block_ads: Option<bool>,
+            /// Accepted: trawl has one speed.
+            #[serde(default)]
+            pub(crate) fast_mode: Option<bool>,
+            /// `basic` or `auto`: the configured proxies (`proxy.urls`); `stealth` and
+            /// `enhanced` are refused.
+            #[serde(default)]
+            pub(crate) proxy: Option<String>,
+            /// Milliseconds a stored page may be served instead of fetching (trawl's cache
+            /// TTL, in seconds, rounded down; at most ten years); 0 always fetches.
+            #[serde(default)]
+            pub(crate) max_age: Option<u64>,
+            /// `false`: the page is fetched and not served to later requests from the cache
+            /// (trawl's `cache_ttl: 0`, which also skips reading the cache).
+            #[serde(default)]
+            pub(crate) store_in_cache: Option<bool>,
+            /// Documents from PDFs are always read (`["pdf"]`); other parsers are refused.
+            #[serde(default)]
+            pub(crate) parsers: Option<Vec<serde_json::Value>>,
+            /// v1: `true` is what trawl does (PDFs are read as text); `false` is refused.
+            #[serde(default, rename = "parsePDF")]
+            pub(crate) parse_pdf: Option<bool>,
+            /// Refused when not empty (browser actions are trawl's browse jobs and sessions).
+            #[serde(default)]
+            pub(crate) actions: Option<Vec<serde_json::Value>>,
+            /// Refused (trawl has no geolocated fetches).
+            #[serde(default)]
+            pub(crate) location: Option<serde_json::Value>,
+            /// Refused when true (trawl stores every page).
+            #[serde(default)]
+            pub(crate) zero_data_retention: Option<bool>,
+            /// Refused when true (served from the cache only).
+            #[serde(default)]
+            pub(crate) lockdown: Option<bool>,
+            /// Refused.
+            #[serde(default)]
+            pub(crate) use_mock: Option<String>,
+            /// Refused when set.
+            #[serde(default)]
+            pub(crate) min_age: Option<serde_json::Value>,
+            /// Refused when true (needs a model).
+            #[serde(default)]
+            pub(crate) check_prompt_injection: Option<bool>,
+            /// Refused when set (needs a model).
+            #[serde(default, rename = "redactPII")]
+            pub(crate) redact_pii: Option<serde_json::Value>,
+            /// Refused when set.
+            #[serde(default)]
+            pub(crate) threat_protection: Option<serde_json::Value>,
+            /// Refused when set.
+            #[serde(default)]
+            pub(crate) audit_metadata: Option<serde_json::Value>,
+            /// Refused when set (browser profiles are not kept between requests).
+            #[serde(default)]
+            pub(crate) profile: Option<serde_json::Value>,
+            /// Refused when true.
+            #[serde(default)]
+            pub(crate) domain_tools: Option<bool>,
+            /// Refused when set.
+            #[serde(default)]
+            pub(crate) tool_detail: Option<String>,
+            /// v1: refused when set (needs a model).
+            #[serde(default)]
+            pub(crate) json_options: Option<serde_json::Value>,
+            /// v1: refused when set (needs a model).
+            #[serde(default)]
+            pub(crate) extract: Option<serde_json::Value>,
+            /// v1: refused when set.
+            #[serde(default)]
+            pub(crate) change_tracking_options: Option<serde_json::Value>,
+            /// A client's tag (firecrawl-py sends `langchain`, …): accepted, not used.
+            #[serde(default)]
+            pub(crate) integration: Option<String>,
+            /// The client's name and version (firecrawl-py sends it with every request):
+            /// accepted, not used.
+            #[serde(default)]
+            pub(crate) origin: Option<String>,
+        }
+
+        impl $name {
+            /// Moves the scrape options out.
+            #[allow(dead_code)]
+            pub(crate) fn take_options(&mut self) -> ScrapeOptions {
+                ScrapeOptions {
+                    formats: self.formats.take(),
+                    only_main_content: self.only_main_content.take(),
+                    include_tags: self.include_tags.take(),
+                    exclude_tags: self.exclude_tags.take(),
+                    headers: self.headers.take(),
+                    wait_for: self.wait_for.take(),
+                    timeout: self.timeout.take(),
+                    mobile: self.mobile.take(),
+                    skip_tls_verification: self.skip_tls_verification.take(),
+                    remove_base64_images: self.remove_base64_images.take(),
+                    block_ads: self.block_ads.take(),
+                    fast_mode: self.fast_mode.take(),
+                    proxy: self.proxy.take(),
+                    max_age: self.max_age.take(),
+                    store_in_cache: self.store_in_cache.take(),
+                    parsers: self.parsers.take(),
+                    parse_pdf: self.parse_pdf.take(),
+                    actions: self.actions.take(),
+                    location: self.location.take(),
+                    zero_data_retention: self.zero_data_retention.take(),
+                    lockdown: self.lockdown.take(),
+                    use_mock: self.use_mock.take(),
+                    min_age: self.min_age.take(),
+                    check_prompt_injection: self.check_prompt_injection.take(),
+                    redact_pii: self.redact_pii.take(),
+                    threat_protection: self.threat_protection.take(),
+                    audit_metadata: self.audit_metadata.take(),
+                    profile: self.profile.take(),
+                    domain_tools: self.domain_tools.take(),
+                    tool_detail: self.tool_detail.take(),
+                    json_options: self.json_options.take(),
+                    extract: self.extract.take(),
+                    change_tracking_options: self.change_tracking_options.take(),
+                    integration: self.integration.take(),
+                    origin: self.origin.take(),
+                }
+            }
+        }
+    };
+}
+
+with_scrape_options! {
+    /// Scrape options: how each page is fetched and which parts of its document are built.
+    #[schema(as = FirecrawlScrapeOptions)]
+    pub(crate) struct ScrapeOptions {}
+}
+
+with_scrape_options! {
+    /// `POST /v1/scrape`, `POST /v2/scrape`: one URL, scraped now.
+    #[schema(as = FirecrawlScrapeRequest)]
+    pub(crate) struct ScrapeRequest {
+        /// The http or https URL.
+        #[schema(format = "uri")]
+        pub(crate) url: String,
+    }
+}
+
+with_scrape_options! {
+    /// `POST /v1/batch/scrape`, `POST /v2/batch/scrape`: URLs scraped as one trawl batch (the
+    /// scrape options apply to each).
+    #[schema(as = FirecrawlBatchScrapeRequest)]
+    pub(crate) struct BatchScrapeRequest {
+        /// The http or https URLs (at most `api.max_batch`).
+        pub(crate) urls: Vec<String>,
+        /// Leave out URLs trawl refuses (they are listed in `invalidURLs`) instead of refusing
+        /// the whole batch.
+        #[serde(default, rename = "ignoreInvalidURLs")]
+        pub(crate) ignore_invalid_urls: Option<bool>,
+        /// Refused when set (a batch is not extended).
+        #[serde(default)]
+        pub(crate) append_to_id: Option<String>,
+        /// Refused when set (trawl's webhooks are `POST /v1/jobs` batches').
+        #[serde(default)]
+        pub(crate) webhook: Option<serde_json::Value>,
+        /// Refused when set (the pools and politeness decide).
+        #[serde(default)]
+        pub(crate) max_concurrency: Option<u64>,
+    }
+}
+
+/// A fetch job planned from scrape options, with what its document holds and how long the
+/// answer waits.
+#[derive(Debug, Clone)]
+pub(crate) struct Planned {
+    /// The job.
+    pub(crate) job: FetchJob,
+    /// The document's parts.
+    pub(crate) wanted: Wanted,
+    /// The answer's wait, when the request set one.
+    pub(crate) wait: Option<Duration>,
+}
+
+impl ScrapeOptions {
+    /// Refuses what trawl cannot honour, and plans the fetch job of `url`.
+    pub(crate) fn plan(&self, url: &str) -> Result<Planned, FcError> {
+        self.refuse_unsupported()?;
+        let wanted = self.wanted()?;
+        let cache_ttl = match (self.store_in_cache, self.max_age) {
+            (Some(false), _) => Some(0),
+            (_, Some(max_age)) => Some(max_age / 1_000),
+            _ => None,
+        };
+        if self
+            .max_age
+            .is_some_and(|ms| ms / 1_000 > trawl_workers::job::MAX_CACHE_TTL_SECS)
+        {
+            return Err(FcError::bad_request("maxAge is above ten years"));
+        }
+        let render = if self.wait_for.unwrap_or(0) > 0 {
+            Render::Flag(true)
+        } else {
+            Render::default()
+        };
+        if self.timeout == Some(0) {
+            return Err(FcError::bad_request("timeout must be positive"));
+        }
+        let job = FetchJob {
+            url: url.to_owned(),
+            format: Format::Markdown,
+            max_chars: None,
+            cache_ttl,
+            archive: false,
+            render,
+            proxy: None,
+        };
+        Ok(Planned {
+            job,
+            wanted,
+            wait: self.timeout.map(Duration::from_millis),
+        })
+    }
+
+    /// The parts of the document asked for (markdown when `formats` is absent or empty).
+    pub(crate) fn wanted(&self) -> Result<Wanted, FcError> {
+        let mut wanted = Wanted::default();
+        let formats = self.formats.as_deref().unwrap_or_default();
+        for format in formats {
+            let (name, option) = match format {
+                FormatEntry::Name(name) => (name.as_str(), None),
+                FormatEntry::Object(object) => (object.kind.as_str(), object.options.keys().next()),
+            };
+            if let Some(option) = option
+                && matches!(name, "markdown" | "html" | "rawHtml" | "links")
+            {
+                return Err(FcError::unsupported(format!(
+                    "format {name:?}: option {option:?} is not supported"
+                )));
+            }
+            match name {
+                "markdown" => wanted.markdown = true,
+                "html" => wanted.html = true,
+                "rawHtml" => wanted.raw_html = true,
+                "links" => wanted.links = true,
+                "json" | "extract" | "summary" | "query" | "question" | "highlights" => {
+                    return Err(FcError::unsupported(format!(
+                        "format {name:?} needs a language model, and this trawl has none configured"
+                    )));
+                }
+                "screenshot" | "screenshot@fullPage" => {
+                    return Err(FcError::unsupported(format!(
+                        "format {name:?} is not available on the Firecrawl-compatible routes; \
+                         use a trawl browse job's screenshot action (POST /v1/jobs)"
+                    )));
+                }
+                other => {
+                    return Err(FcError::unsupported(format!(
+                        "format {other:?} is not supported (markdown, html, rawHtml and links are)"
+                    )));
+                }
+            }
+        }
+        if formats.is_empty() {
+            wanted.markdown = true;
+        }
+        Ok(wanted)
+    }
+
+    /// Refuses every option trawl cannot honour, naming it.
+    fn refuse_unsupported(&self) -> Result<(), FcError> {
+        let refuse = |option: &str, why: &str| {
+            Err(FcError::unsupported(format!(
+                "{option} is not supported by trawl: {why}"
+            )))
+        };
+        if self.only_main_content == Some(false) {
+            return refuse(
+                "onlyMainContent: false",
+                "pages are always reduced to their main content",
+            );
+        }
+        if self
+            .include_tags
+            .as_ref()
+            .is_some_and(|tags| !tags.is_empty())
+            || self
+                .exclude_tags
+                .as_ref()
+                .is_some_and(|tags| !tags.is_empty())
+        {
+            return refuse(
+                "includeTags/excludeTags",
+                "trawl does not select elements by tag",
+            );
+        }
+        if self
+            .headers
+            .as_ref()
+            .is_some_and(|headers| !headers.is_empty())
+        {
+            return refuse(
+                "headers",
+                "request headers are credentials of trawl's browse jobs (POST /v1/jobs)",
+            );
+        }
+        if self.wait_for.is_some_and(|ms| ms > 60_000) {
+            return Err(FcError::bad_request("waitFor is above 60000 ms"));
+        }
+        if self.timeout.is_some_and(|ms| ms > 3_600_000) {
+            return Err(FcError::bad_request("timeout is above 3600000 ms"));
+        }
+        if self.mobile == Some(true) {
+            return refuse(
+                "mobile: true",
+                "device profiles belong to trawl's browse jobs",
+            );
+        }
+        if self.skip_tls_verification == Some(true) {
+            return refuse("skipTlsVerification: true", "TLS is always verified");
+        }
+        match self.proxy.as_deref() {
+            None | Some("basic") | Some("auto") => {}
+            Some(other) => {
+                return refuse(
+                    &format!("proxy {other:?}"),
+                    "only the configured proxies (\"basic\", \"auto\") are used",
+                );
+            }
+        }
+        for parser in self.parsers.iter().flatten() {
+            let pdf = parser.as_str() == Some("pdf")
+                || (parser.get("type").and_then(|kind| kind.as_str()) == Some("pdf")
+                    && parser.as_object().is_some_and(|object| object.len() == 1));
+            if !pdf {
+                return refuse(
+                    &format!("parser {parser}"),
+                    "PDFs are always read as text; no other parser exists",
+                );
+            }
+        }
+        if self.parse_pdf == Some(false) {
+            return refuse("parsePDF: false", "PDFs are always read as text");
+        }
+        if self
+            .actions
+            .as_ref()
+            .is_some_and(|actions| !actions.is_empty())
+        {
+            return refuse(
+                "actions",
+                "browser actions are trawl's browse jobs and sessions (POST /v1/jobs, POST /v1/sessions)",
+            );
+        }
+        let set = |value: &Option<serde_json::Value>| {
+            value
+                .as_ref()
+                .is_some_and(|value| !value.is_null() && *value != serde_json::Value::Bool(false))
+        };
+        for (option, value, why) in [
+            (
+                "location",
+                &self.location,
+                "trawl has no geolocated fetches",
+            ),
+            ("minAge", &self.min_age, "pages are served by maxAge only"),
+            ("redactPII", &self.redact_pii, "it needs a language model"),
+            (
+                "threatProtection",
+                &self.threat_protection,
+                "trawl has no threat feed",
+            ),
+            (
+                "auditMetadata",
+                &self.audit_metadata,
+                "trawl has no SIEM log",
+            ),
+            (
+                "profile",
+                &self.profile,
+                "browser profiles are not kept between requests",
+            ),
+            (
+                "jsonOptions",
+                &self.json_options,
+                "it needs a language model",
+            ),
+            ("extract", &self.extract, "it needs a language model"),
+            (
+                "changeTrackingOptions",
+                &self.change_tracking_options,
+                "trawl does not track changes",
+            ),
+        ] {
+            if set(value) {
+                return refuse(option, why);
+            }
+        }
+        if self.zero_data_retention == Some(true) {
+            return refuse(
+                "zeroDataRetention: true",
+                "trawl stores every page it fetches",
+            );
+        }
+        if self.lockdown == Some(true) {
+            return refuse("lockdown: true", "trawl has no cache-only mode");
+        }
+        if self.use_mock.is_some() {
+            return refuse("useMock", "trawl has no mocks");
+        }
+        if self.check_prompt_injection == Some(true) {
+            return refuse("checkPromptInjection: true", "it needs a language model");
+        }
+        if self.domain_tools == Some(true) || self.tool_detail.is_some() {
+            return refuse("domainTools/toolDetail", "trawl has no domain tools");
+        }
+        Ok(())
+    }
+}
+
+/// Translates one of Firecrawl's `includePaths`/`excludePaths` regular expressions into
+/// trawl's globs (matched on the path and query, segment-wise). Accepted: literal path
+/// characters (`\.` for a dot), `.*` (any run of characters), a leading `^` (anchored at the
+/// path's start; otherwise the pattern may start at any segment) and a trailing `$` (anchored
+/// at the end; otherwise anything may follow). `.*` between two `/` (or at an end) crosses
+/// segments (`**`); inside a segment it stays in it (`*`). Anything else is refused.
+pub(crate) fn regex_to_globs(pattern: &str) -> Result<Vec<String>, String> {
+    let refused = || {
+        format!(
+            "path pattern {pattern:?}: trawl maps literal paths with `.*`, `^` and `$` onto \
+             its globs; other regular expression syntax is not supported"
+        )
+    };
+    let (anchored, body) = match pattern.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    let (ended, body) = match body.strip_suffix('$') {
+        Some(rest) if !rest.ends_with('\\') => (true, rest),
+        _ => (false, body),
+    };
+    // The body as literal text with `\u{0}` marking each `.*`.
+    let mut text = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('.' | '/' | '-' | '_' | '~' | '?' | '+' | '(' | ')')) => {
+                    text.push(escaped)
+                }
+                _ => return Err(refused()),
+            },
+            '.' if chars.peek() == Some(&'*') => {
+                chars.next();
+                text.push('\u{0}');
+            }
+            c if c.is_ascii_alphanumeric() || "/-_~%=&".contains(c) => text.push(c),
+            _ => return Err(refused()),
+        }
+    }
+    if text.is_empty() {
+        return Ok(vec!["/**".to_owned()]);
+    }
+    // `^.*…` is as unanchored as `…`.
+    let anchored = anchored && !text.starts_with('\u{0}');
+    let mut glob = String::new();
+    if anchored {
+        if !text.starts_with('/') {
+            glob.push('/');
+        }
+    } else {
+        text = text.trim_start_matches('/').to_owned();
+        if !(text == "\u{0}" || text.starts_with("\u{0}/")) {
+            glob.push_str("**/");
+        }
+    }
+    let characters: Vec<char> = text.chars().collect();
+    for (index, c) in characters.iter().enumerate() {
+        match c {
+            '\u{0}' => {
+                let before = index == 0 || characters[index - 1] == '/';
+                let after = index + 1 == characters.len() || characters[index + 1] == '/';
+                if before && after {
+                    glob.push_str("**");
+                } else {
+                    glob.push('*');
+                }
+            }
+            '*' | '?' | '[' | ']' | '{' | '}' => {
+                glob.push('\\');
+                glob.push(*c);
+            }
+            c => glob.push(*c),
+        }
+    }
+    let mut globs = vec![glob.clone()];
+    if !ended && !glob.ends_with("**") {
+        if glob.ends_with('/') {
+            globs = vec![format!("{glob}**")];
+        } else {
+            globs.push(format!("{glob}/**"));
+        }
+    }
+    Ok(globs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sdk_defaults_are_accepted_and_map_onto_a_fetch_job() {
+        let request: ScrapeRequest = serde_json::from_value(serde_json::json!({
+            "url": "https://example.com/",
+            "formats": ["markdown", "html", {"type": "rawHtml"}, "links"],
+            "onlyMainContent": true, "mobile": false, "removeBase64Images": true,
+            "fastMode": false, "blockAds": true, "maxAge": 14_400_000, "storeInCache": true,
+            "origin": "python-sdk@4.55.0", "integration": "langchain", "timeout": 30_000,
+        }))
+        .expect("the SDK's request parses");
+        let mut request = request;
+        let planned = request
+            .take_options()
+            .plan(&request.url)
+            .expect("nothing refused");
+        assert_eq!(planned.job.cache_ttl, Some(14_400));
+        assert!(planned.job.render.is_off());
+        assert_eq!(planned.wait, Some(Duration::from_secs(30)));
+        assert_eq!(
+            planned.wanted,
+            Wanted {
+                markdown: true,
+                html: true,
+                raw_html: true,
+                links: true
+            }
+        );
+    }
+
+    #[test]
+    fn what_trawl_cannot_honour_is_refused_by_name() {
+        for (body, named) in [
+            (
+                serde_json::json!({"formats": [{"type": "json", "prompt": "x"}]}),
+                "json",
+            ),
+            (
+                serde_json::json!({"formats": ["summary"]}),
+                "language model",
+            ),
+            (serde_json::json!({"formats": ["screenshot"]}), "screenshot"),
+            (
+                serde_json::json!({"location": {"country": "DE"}}),
+                "location",
+            ),
+            (serde_json::json!({"includeTags": ["main"]}), "includeTags"),
+            (
+                serde_json::json!({"onlyMainContent": false}),
+                "onlyMainContent",
+            ),
+            (serde_json::json!({"proxy": "stealth"}), "stealth"),
+            (
+                serde_json::json!({"actions": [{"type": "click"}]}),
+                "actions",
+            ),
+            (serde_json::json!({"skipTlsVerification": true}), "TLS"),
+        ] {
+            let options: ScrapeOptions = serde_json::from_value(body.clone()).expect("parses");
+            let error = options.plan("https://example.com/").expect_err("refused");
+            assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST, "{body}");
+            assert!(error.message.contains(named), "{body}: {}", error.message);
+        }
+        assert!(
+            serde_json::from_value::<ScrapeOptions>(serde_json::json!({"teleport": true})).is_err(),
+            "unknown fields are refused"
+        );
+    }
+
+    #[test]
+    fn storing_nothing_means_a_fetch_kept_out_of_the_cache() {
+        let options: ScrapeOptions =
+            serde_json::from_value(serde_json::json!({"storeInCache": false, "maxAge": 60_000}))
+                .expect("parses");
+        assert_eq!(
+            options
+                .plan("https://example.com/")
+                .expect("plans")
+                .job
+                .cache_ttl,
+            Some(0)
+        );
+        let options: ScrapeOptions =
+            serde_json::from_value(serde_json::json!({"waitFor": 500})).expect("parses");
+        assert!(
+            options
+                .plan("https://example.com/")
+                .expect("plans")
+                .job
+                .render
+                .is_on()
+        );
+    }
+
+    #[test]
+    fn path_patterns_become_globs() {
+        let globs = |pattern: &str| regex_to_globs(pattern).expect(pattern);
+        assert_eq!(globs("blog/.*"), ["**/blog/**"]);
+        assert_eq!(globs("^/blog/.*"), ["/blog/**"]);
+        assert_eq!(globs("^/docs$"), ["/docs"]);
+        assert_eq!(globs("^/docs"), ["/docs", "/docs/**"]);
+        assert_eq!(globs(".*\\.pdf$"), ["**/*.pdf"]);
+        assert_eq!(globs(".*/private/.*"), ["**/private/**"]);
+        assert_eq!(globs("^/a/.*/b$"), ["/a/**/b"]);
+        for bad in ["blog/(a|b)", "[0-9]+", "a.b", "\\d"] {
+            assert!(regex_to_globs(bad).is_err(), "{bad}");
+        }
+        for pattern in [
+            "blog/.*",
+            "^/docs",
+            ".*\\.pdf$",
+            "^/a/.*/b$",
+            ".*/private/.*",
+        ] {
+            trawl_workers::job::UrlFilter::new(&globs(pattern), &[])
+                .unwrap_or_else(|error| panic!("{pattern}: {error}"));
+        }
+    }
+}
