@@ -29,9 +29,13 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+# use_after_free is left out: none of trawl's DELETE routes erases anything. They cancel a job
+# or a crawl, or close a session, and the record stays readable by design (a cancelled job's
+# status, a closed session's replay: "nothing lost"), so a later GET answering 200 is the
+# contract, not a leak.
 "$st" run "http://127.0.0.1:$port/openapi.json" \
   --checks all \
-  --exclude-checks positive_data_acceptance \
+  --exclude-checks positive_data_acceptance,use_after_free \
   --max-examples "${SCHEMATHESIS_EXAMPLES:-40}" \
   --workers 1 \
   --seed 7 \
