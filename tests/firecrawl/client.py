@@ -33,6 +33,18 @@ out["scrape"] = {
 v1 = client.v1.scrape_url(f"{site}/article/2", formats=["markdown", "rawHtml"])
 out["v1_scrape"] = {"markdown": v1.markdown, "raw_html": v1.rawHtml}
 
+# includeTags/excludeTags: markdown and html read from the selected elements only.
+aside = client.scrape(f"{site}/article/1", formats=["markdown"], include_tags=["aside.sidebar"], exclude_tags=[".ad"])
+no_code = client.scrape(f"{site}/article/1", formats=["markdown", "html"], exclude_tags=["pre", "table"])
+nothing = client.scrape(f"{site}/article/1", formats=["markdown"], include_tags=["#no-such-element"])
+out["tags"] = {
+    "aside": aside.markdown,
+    "no_code": no_code.markdown,
+    "no_code_html": no_code.html,
+    "nothing": nothing.markdown,
+    "nothing_warning": nothing.warning,
+}
+
 # A crawl to completion, bounded by `limit`.
 job = client.crawl(f"{site}/article/1", limit=3, poll_interval=1, timeout=120)
 out["crawl"] = {
@@ -106,6 +118,11 @@ try:
     errors["search_tbs"] = "accepted"
 except BadRequestError as error:
     errors["search_tbs"] = {"status": error.status_code, "message": str(error)}
+try:
+    client.scrape(f"{site}/article/1", include_tags=["div["])
+    errors["bad_selector"] = "accepted"
+except BadRequestError as error:
+    errors["bad_selector"] = {"status": error.status_code, "message": str(error)}
 out["errors"] = errors
 
 # LangChain's loader, scrape mode, on a local page.

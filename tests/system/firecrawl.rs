@@ -150,6 +150,36 @@ async fn firecrawl_py_and_langchain_work_against_trawl_serve() {
         "the body as received: {v1}"
     );
 
+    let tags = &out["tags"];
+    let text = |key: &str| tags[key].as_str().unwrap_or_default();
+    assert!(
+        text("aside").contains("Related")
+            && text("aside").contains(&testkit::article_title(2))
+            && !text("aside").contains("Advertisement")
+            && !text("aside").contains(&title),
+        "includeTags keeps the aside alone, excludeTags drops its ad: {tags}"
+    );
+    assert!(
+        prose(&tags["no_code"])
+            && !text("no_code").contains("collect()")
+            && !text("no_code_html").contains("<pre")
+            && !text("no_code_html").contains("<table"),
+        "excludeTags drops the code block and the table: {tags}"
+    );
+    assert!(
+        scrape["markdown"]
+            .as_str()
+            .is_some_and(|markdown| markdown.contains("collect()")),
+        "the page does have a code block: {scrape}"
+    );
+    assert!(
+        text("nothing").is_empty()
+            && tags["nothing_warning"]
+                .as_str()
+                .is_some_and(|warning| warning.contains("no element matched")),
+        "{tags}"
+    );
+
     let crawl = &out["crawl"];
     assert_eq!(crawl["status"], "completed", "{crawl}");
     assert_eq!(crawl["total"], 3, "limit bounds the crawl: {crawl}");
@@ -237,6 +267,13 @@ async fn firecrawl_py_and_langchain_work_against_trawl_serve() {
         errors["search_tbs"]["message"]
             .as_str()
             .is_some_and(|message| message.contains("tbs")),
+        "{errors}"
+    );
+    assert_eq!(errors["bad_selector"]["status"], 400, "{errors}");
+    assert!(
+        errors["bad_selector"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("includeTags") && message.contains("div[")),
         "{errors}"
     );
     assert_eq!(errors["json_format"]["status"], 400, "{errors}");

@@ -1,7 +1,9 @@
 //! A stored page as a Firecrawl document: `markdown` (the page's stored text), `html` (the
 //! main content as cleaned HTML, extracted again from the stored body), `rawHtml` (the stored
 //! body, decoded), `links`, and `metadata` (title, description, language, `sourceURL`,
-//! `statusCode`, … and neutral `creditsUsed`).
+//! `statusCode`, … and neutral `creditsUsed`). With `includeTags`/`excludeTags`, markdown
+//! and html are extracted again from the stored body reduced to the selected elements
+//! (`trawl_workers::web::select`); rawHtml and links stay the whole page's.
 //!
 //! Not here: fetching (the scrape and crawl handlers run trawl's jobs, which store pages).
 
@@ -81,75 +83,88 @@ pub(crate) struct Metadata {
     pub(crate) credits_used: u64,
 }
 
-/// Builds the document of a stored page: the parts in `wanted`, from the store.
+/// Builds the document of a stored page: the parts in `wanted`, from the store. With
+/// `includeTags`/`excludeTags` (an HTML page), markdown and html are extracted again from the
+/// stored body reduced to the selected elements; otherwise markdown is the stored text.
 pub(crate) async fn build(
     store: &Store,
     page: &PageRecord,
-    wanted: Wanted,
+    wanted: &Wanted,
     cached: bool,
 ) -> Result<Document, FcError> {
     let info = &page.info;
-    let mut warning = info.warning.clone();
-    let markdown = if wanted.markdown {
-        Some(store.page_text(page).await?)
-    } else {
-        None
-    };
-    let mut html = None;
-    let mut raw_html = None;
-    if wanted.html || wanted.raw_html {
+    let mut warnings: Vec<String> = info.warning.iter().cloned().collect();
+    let is_html = matches!(
+        info.content_type.as_str(),
+        "text/html" | "application/xhtml+xml"
+    );
+    let textual = is_html
+        || info.content_type.starts_with("text/")
+        || info.content_type.ends_with("json")
+        || info.content_type.ends_with("xml");
+    let selecting = wanted.selects() && (wanted.markdown || wanted.html);
+    if selecting && !is_html {
+        warnings.push(format!(
+            "includeTags/excludeTags: the page is {}, not HTML; not applied",
+            info.content_type
+        ));
+    }
+    let selecting = selecting && is_html;
+    let decoded = if textual && (wanted.html || wanted.raw_html || selecting) {
         let raw = match store.page_raw_hash(&page.id).await? {
             Some(hash) => store.blob(&hash).await?.unwrap_or_default(),
             None => Vec::new(),
         };
-        let is_html = matches!(
-            info.content_type.as_str(),
-            "text/html" | "application/xhtml+xml"
-        );
-        let textual = is_html
-            || info.content_type.starts_with("text/")
-            || info.content_type.ends_with("json")
-            || info.content_type.ends_with("xml");
-        if textual {
-            let decoded = trawl_workers::web::charset::decode(
-                &raw,
-                Some(info.content_type.as_str()),
-                is_html,
+        Some(
+            trawl_workers::web::charset::decode(&raw, Some(info.content_type.as_str()), is_html)
+                .text,
+        )
+    } else {
+        None
+    };
+    let mut markdown = None;
+    let mut html = None;
+    if let Some(source) = decoded.as_ref().filter(|_| is_html) {
+        let extract_markdown = selecting && wanted.markdown;
+        if wanted.html || extract_markdown {
+            let reread = reextract(
+                source.clone(),
+                info,
+                wanted.clone(),
+                extract_markdown,
+                selecting,
             )
-            .text;
-            if wanted.html && is_html {
-                let final_url = url::Url::parse(&info.final_url)
-                    .or_else(|_| url::Url::parse(&info.url))
-                    .map_err(|error| FcError::from(super::ApiError::internal(&error)))?;
-                let source = decoded.clone();
-                let extracted = tokio::task::spawn_blocking(move || {
-                    trawl_workers::web::extract::extract_html(&source, &final_url, Format::Html)
-                        .map(|extracted| extracted.text)
-                })
-                .await
-                .map_err(|error| FcError::from(super::ApiError::internal(&error)))?;
-                match extracted {
-                    Ok(text) => html = Some(text),
-                    Err(error) => {
-                        warning = Some(format!("html: {error}"));
-                    }
+            .await?;
+            match reread {
+                Ok(reread) => {
+                    html = reread.html;
+                    markdown = reread.markdown;
+                    warnings.extend(reread.warning);
                 }
-            } else if wanted.html {
-                warning = Some(format!(
-                    "html: the page is {}, not HTML; see markdown",
-                    info.content_type
-                ));
+                Err(error) => warnings.push(error),
             }
-            if wanted.raw_html {
-                raw_html = Some(decoded);
-            }
-        } else if wanted.html || wanted.raw_html {
-            warning = Some(format!(
-                "html, rawHtml: the page is {}, not text; see markdown",
+        }
+    } else if wanted.html {
+        warnings.push(format!(
+            "html: the page is {}, not HTML; see markdown",
+            info.content_type
+        ));
+    }
+    if wanted.markdown && markdown.is_none() && !selecting {
+        markdown = Some(store.page_text(page).await?);
+    }
+    let raw_html = if wanted.raw_html {
+        if decoded.is_none() {
+            warnings.push(format!(
+                "rawHtml: the page is {}, not text; see markdown",
                 info.content_type
             ));
         }
-    }
+        decoded
+    } else {
+        None
+    };
+    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
     let meta = &info.meta;
     Ok(Document {
         markdown,
@@ -175,4 +190,52 @@ pub(crate) async fn build(
         },
         warning,
     })
+}
+
+/// Markdown and html extracted again from a stored HTML body.
+struct Reread {
+    markdown: Option<String>,
+    html: Option<String>,
+    warning: Option<String>,
+}
+
+/// Extracts html (when `wanted.html`) and markdown (when `markdown`) from `source`, reduced
+/// to `wanted`'s selected elements first when `selecting`, on a blocking thread. `Err` of the
+/// inner result is a warning for the document (a page over the parsing budget, say).
+async fn reextract(
+    source: String,
+    info: &trawl_workers::fetch::PageInfo,
+    wanted: Wanted,
+    markdown: bool,
+    selecting: bool,
+) -> Result<Result<Reread, String>, FcError> {
+    let final_url = url::Url::parse(&info.final_url)
+        .or_else(|_| url::Url::parse(&info.url))
+        .map_err(|error| FcError::from(super::ApiError::internal(&error)))?;
+    tokio::task::spawn_blocking(move || {
+        use trawl_workers::web::{extract, select};
+        let mut warning = None;
+        let source = if selecting {
+            let selected = select::apply(&source, &wanted.include_tags, &wanted.exclude_tags)
+                .map_err(|error| format!("includeTags/excludeTags: {error}"))?;
+            if !wanted.include_tags.is_empty() && selected.kept == 0 {
+                warning = Some("includeTags: no element matched; the content is empty".to_owned());
+            }
+            selected.html
+        } else {
+            source
+        };
+        let read = |format: Format| {
+            extract::extract_html(&source, &final_url, format)
+                .map(|extracted| extracted.text)
+                .map_err(|error| format!("{}: {error}", format.as_str()))
+        };
+        Ok(Reread {
+            html: wanted.html.then(|| read(Format::Html)).transpose()?,
+            markdown: markdown.then(|| read(Format::Markdown)).transpose()?,
+            warning,
+        })
+    })
+    .await
+    .map_err(|error| FcError::from(super::ApiError::internal(&error)))
 }

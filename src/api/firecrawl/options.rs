@@ -40,8 +40,8 @@ pub(crate) struct FormatObject {
     pub(crate) options: BTreeMap<String, serde_json::Value>,
 }
 
-/// The parts of a Firecrawl document a request asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The parts of a Firecrawl document a request asks for, and the elements they are read from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Wanted {
     /// The page as markdown (the main content).
     pub(crate) markdown: bool,
@@ -51,6 +51,19 @@ pub(crate) struct Wanted {
     pub(crate) raw_html: bool,
     /// The page's links.
     pub(crate) links: bool,
+    /// CSS selectors of the elements markdown and html are read from (`includeTags`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) include_tags: Vec<String>,
+    /// CSS selectors of the elements left out of markdown and html (`excludeTags`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) exclude_tags: Vec<String>,
+}
+
+impl Wanted {
+    /// Whether elements are selected before markdown and html are read.
+    pub(crate) fn selects(&self) -> bool {
+        !self.include_tags.is_empty() || !self.exclude_tags.is_empty()
+    }
 }
 
 /// Declares a request type holding the scrape options (the same fields in a scrape, a batch
@@ -84,10 +97,13 @@ macro_rules! with_scrape_options {
             /// refused.
             #[serde(default)]
             pub(crate) only_main_content: Option<bool>,
-            /// Refused when not empty (trawl does not select elements by tag).
+            /// CSS selectors (tag names, `.class`, `#id`, any selector; at most 64): markdown
+            /// and html are read from the matching elements only (the page's head kept, so
+            /// its title and metadata too). rawHtml and links stay the whole page's.
             #[serde(default)]
             pub(crate) include_tags: Option<Vec<String>>,
-            /// Refused when not empty (trawl does not select elements by tag).
+            /// CSS selectors (at most 64) of elements removed before markdown and html are
+            /// read.
             #[serde(default)]
             pub(crate) exclude_tags: Option<Vec<String>>,
             /// Refused when not empty (request headers are browse-job credentials in trawl).
@@ -372,6 +388,15 @@ impl ScrapeOptions {
         if formats.is_empty() {
             wanted.markdown = true;
         }
+        for (option, given, selectors) in [
+            ("includeTags", &self.include_tags, &mut wanted.include_tags),
+            ("excludeTags", &self.exclude_tags, &mut wanted.exclude_tags),
+        ] {
+            let given = given.clone().unwrap_or_default();
+            trawl_workers::web::select::check(&given)
+                .map_err(|error| FcError::bad_request(format!("{option}: {error}")))?;
+            *selectors = given;
+        }
         Ok(wanted)
     }
 
@@ -386,20 +411,6 @@ impl ScrapeOptions {
             return refuse(
                 "onlyMainContent: false",
                 "pages are always reduced to their main content",
-            );
-        }
-        if self
-            .include_tags
-            .as_ref()
-            .is_some_and(|tags| !tags.is_empty())
-            || self
-                .exclude_tags
-                .as_ref()
-                .is_some_and(|tags| !tags.is_empty())
-        {
-            return refuse(
-                "includeTags/excludeTags",
-                "trawl does not select elements by tag",
             );
         }
         if self
@@ -640,8 +651,35 @@ mod tests {
                 markdown: true,
                 html: true,
                 raw_html: true,
-                links: true
+                links: true,
+                ..Wanted::default()
             }
+        );
+    }
+
+    #[test]
+    fn tags_are_css_selectors_checked_before_anything_runs() {
+        let options: ScrapeOptions = serde_json::from_value(serde_json::json!({
+            "includeTags": ["article", ".post"], "excludeTags": ["#comments"]
+        }))
+        .expect("parses");
+        let wanted = options.plan("https://example.com/").expect("plans").wanted;
+        assert_eq!(wanted.include_tags, ["article", ".post"]);
+        assert_eq!(wanted.exclude_tags, ["#comments"]);
+        assert!(wanted.selects());
+        let options: ScrapeOptions =
+            serde_json::from_value(serde_json::json!({"excludeTags": ["div["]})).expect("parses");
+        let error = options.plan("https://example.com/").expect_err("refused");
+        assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
+        assert!(error.message.contains("excludeTags") && error.message.contains("div["));
+        let stored = serde_json::to_string(&Wanted {
+            markdown: true,
+            ..Wanted::default()
+        })
+        .expect("serialises");
+        assert!(
+            !stored.contains("tags"),
+            "records of before stay readable: {stored}"
         );
     }
 
@@ -661,7 +699,6 @@ mod tests {
                 serde_json::json!({"location": {"country": "DE"}}),
                 "location",
             ),
-            (serde_json::json!({"includeTags": ["main"]}), "includeTags"),
             (
                 serde_json::json!({"onlyMainContent": false}),
                 "onlyMainContent",

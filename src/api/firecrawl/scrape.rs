@@ -195,14 +195,14 @@ pub(super) async fn scrape_planned(
             Err(StartError::Queue(error)) => return Err(ApiError::internal(&error).into()),
         };
     let cached = result["cached"].as_bool().unwrap_or(false);
-    page_document(state, result["page_id"].as_str(), planned.wanted, cached).await
+    page_document(state, result["page_id"].as_str(), &planned.wanted, cached).await
 }
 
 /// The document of a stored page, by id.
 async fn page_document(
     state: &AppState,
     page_id: Option<&str>,
-    wanted: Wanted,
+    wanted: &Wanted,
     cached: bool,
 ) -> Result<Document, FcError> {
     let store = &state.context.store;
@@ -461,7 +461,7 @@ pub(super) async fn documents_page(
         let Some(page) = store.page(page_id).await? else {
             continue;
         };
-        documents.push(document::build(store, &page, wanted, job.cached).await?);
+        documents.push(document::build(store, &page, &wanted, job.cached).await?);
     }
     let next = more
         .then(|| jobs.last())

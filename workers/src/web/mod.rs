@@ -4,7 +4,8 @@
 //! configured outbound proxies and how a request picks one (a job's own choice is the
 //! contract's, re-exported). `charset`: bytes to text. `budget`: what parsing an HTML document
 //! would cost, measured before the tree is built. `extract`: HTML to main content, links
-//! and metadata. `prune`: boilerplate rules around Readability. `blockpage`: walls,
+//! and metadata. `select`: a page reduced to the elements CSS selectors name, before
+//! extraction. `prune`: boilerplate rules around Readability. `blockpage`: walls,
 //! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation.
 //!
 //! Not here: running jobs, retries or storage; this module knows nothing of queues. It uses
@@ -20,6 +21,7 @@ pub mod normalize;
 pub mod pdf;
 pub mod proxy;
 pub mod prune;
+pub mod select;
 pub mod ssrf;
 
 pub use client::{Client, Config, Response};
