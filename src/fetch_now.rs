@@ -1,6 +1,7 @@
 //! One URL fetched now, for a caller that waits: served from the page cache when fresh,
 //! otherwise recorded and queued like any fetch job (the pools, in this process or in
-//! others, run it) and its end awaited. `POST /v1/fetch` and `trawl fetch` are its two faces.
+//! others, run it) and its end awaited. `POST /v1/fetch` and `trawl fetch` are its two faces;
+//! [`submit`] queues any job so (a Firecrawl scrape's browse job).
 //!
 //! Not here: running the job (the runner does, on whatever worker takes it), or what a
 //! caller does with a wait that ran out (the API answers 202; the CLI keeps waiting).
@@ -75,8 +76,21 @@ pub async fn start(
             &job, &hit, max_chars,
         ))));
     }
+    Ok(Started::Queued(
+        submit(deps, queue, Job::Fetch(job), tenant).await?,
+    ))
+}
+
+/// Records and queues `job` for `tenant` (validated by the caller), and returns its waiter:
+/// how a fetch that missed the cache starts, and how a browse job run for a waiting caller
+/// does (a Firecrawl scrape with actions).
+pub async fn submit(
+    deps: &Deps,
+    queue: &Queue,
+    job: Job,
+    tenant: &Tenant,
+) -> Result<Waiter, StartError> {
     let id = ulid::Ulid::generate().to_string();
-    let job = Job::Fetch(job);
     let new_job = NewJob {
         tenant: tenant.clone(),
         ..NewJob::new(&id, &job, deps.config.max_attempts)
@@ -90,7 +104,7 @@ pub async fn start(
             ..Envelope::new(id.clone(), job)
         }])
         .await?;
-    Ok(Started::Queued(Waiter { id, ended }))
+    Ok(Waiter { id, ended })
 }
 
 /// A queued fetch job being waited for.

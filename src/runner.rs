@@ -613,7 +613,11 @@ fn browser(deps: &Deps) -> Result<&trawl_workers::browse::Pool, JobError> {
     })
 }
 
-/// Runs a browse job's script and ends the job with its steps.
+/// Runs a browse job's script and ends the job with its steps and, with `store` (the
+/// default), the page it ended on: extracted like a rendered fetch and stored under the job's
+/// id, in the same transaction as the job's end (queued for the archive with `archive`). A
+/// final page that cannot be extracted (an empty page, say) is a `page_warning` of the
+/// result, not a failure of the job.
 async fn run_browse(
     deps: &Deps,
     envelope: &Envelope,
@@ -624,20 +628,77 @@ async fn run_browse(
         Ok(pool) => pool,
         Err(error) => return Ok(Err(error)),
     };
+    let started = Instant::now();
     let script = trawl_workers::browse::script::run_script(pool, job);
-    match within_job_timeout(deps, script).await {
-        Ok(result) => {
-            let outcome = Outcome::Succeeded {
-                result: serde_json::to_value(&result).expect("results serialise"),
-                page_id: None,
-            };
-            Ok(Ok(deps
-                .store
-                .finish_attempt(&envelope.id, attempt, &outcome)
-                .await?))
+    let mut result = match within_job_timeout(deps, script).await {
+        Ok(result) => result,
+        Err(error) => return Ok(Err(error)),
+    };
+    let fetched = match result.page.take() {
+        Some(page) => {
+            let extracted = trawl_workers::browse::render::extract_rendered(
+                &deps.fetch,
+                &job.url,
+                page,
+                trawl_workers::job::Format::Markdown,
+                started,
+                Vec::new(),
+                trawl_workers::browse::render::Judge::Warn,
+            )
+            .await;
+            match extracted {
+                Ok(fetched) => Some(fetched),
+                Err(error) => {
+                    result.page_warning = Some(format!(
+                        "the final page was not stored: {}: {}",
+                        error.code, error.message
+                    ));
+                    None
+                }
+            }
         }
-        Err(error) => Ok(Err(error)),
-    }
+        None => None,
+    };
+    let Some(fetched) = fetched else {
+        let outcome = Outcome::Succeeded {
+            result: serde_json::to_value(&result).expect("results serialise"),
+            page_id: None,
+        };
+        return Ok(Ok(deps
+            .store
+            .finish_attempt(&envelope.id, attempt, &outcome)
+            .await?));
+    };
+    let normalized = |raw: &str| {
+        url::Url::parse(raw)
+            .map(|url| normalize_url(&url).to_string())
+            .unwrap_or_else(|_| raw.to_owned())
+    };
+    let url = normalized(&job.url);
+    let final_url = normalized(&fetched.info.final_url);
+    // A page a script reached is never a cache hit for a fetch: its options hash is its own.
+    let options_hash = format!("browse:{}", envelope.id);
+    let page = NewPage {
+        url: &url,
+        final_url: &final_url,
+        options_hash: &options_hash,
+        info: &fetched.info,
+        text: &fetched.text,
+        raw: &fetched.raw,
+        headers: &fetched.headers,
+        ip: fetched.ip,
+        archive: job.archive,
+        attempt: Some(attempt),
+        tenant: envelope.tenant.as_str(),
+    };
+    result.page_id = Some(envelope.id.clone());
+    let (_, ended) = deps
+        .store
+        .finish_with_page(&envelope.id, page, |_| {
+            serde_json::to_string(&result).expect("results serialise")
+        })
+        .await?;
+    Ok(Ok(ended))
 }
 
 /// Runs a search job: the search (from the cache when fresh), then its top `fetch_top`

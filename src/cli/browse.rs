@@ -131,6 +131,8 @@ pub(super) async fn browse(mut config: Config, args: &BrowseArgs) -> anyhow::Res
         actions,
         profile: args.profile.into(),
         credentials: Default::default(),
+        store: false,
+        archive: false,
     };
     job.validate().map_err(anyhow::Error::msg)?;
     let pool = pool(&config).await?;
@@ -182,6 +184,8 @@ pub(super) async fn screenshot(
         }],
         profile: args.profile.into(),
         credentials: Default::default(),
+        store: false,
+        archive: false,
     };
     let pool = pool(&config).await?;
     let outcome = browse::script::run_script(&pool, &job).await;

@@ -10,7 +10,15 @@ import sys
 
 from firecrawl import Firecrawl
 from firecrawl.v1.client import V1FirecrawlApp
-from firecrawl.v2.types import ScrapeOptions
+from firecrawl.v2.types import (
+    ClickAction,
+    ExecuteJavascriptAction,
+    ScrapeAction,
+    ScrapeOptions,
+    ScreenshotAction,
+    WaitAction,
+    WriteAction,
+)
 from firecrawl.v2.utils.error_handler import BadRequestError, FirecrawlError, UnauthorizedError
 
 api_url, token, site = sys.argv[1:4]
@@ -43,6 +51,28 @@ out["tags"] = {
     "no_code_html": no_code.html,
     "nothing": nothing.markdown,
     "nothing_warning": nothing.warning,
+}
+
+# Actions and a screenshot: a trawl browse job in Chromium; the document is the page the
+# actions end on (a form filled and sent), with what the steps took.
+acted = client.scrape(
+    f"{site}/browser/form",
+    formats=["markdown", "screenshot"],
+    actions=[
+        ClickAction(selector="#email"),
+        WriteAction(text="ada@example.com"),
+        WaitAction(milliseconds=50),
+        ScreenshotAction(full_page=True),
+        ClickAction(selector="button[type=submit]"),
+        ScrapeAction(),
+    ],
+)
+out["actions"] = {
+    "markdown": acted.markdown,
+    "title": acted.metadata.title,
+    "screenshot": (acted.screenshot or "")[:33],
+    "screenshots": [shot[:33] for shot in acted.actions["screenshots"]],
+    "scrapes": [scrape["html"] for scrape in acted.actions["scrapes"]],
 }
 
 # A crawl to completion, bounded by `limit`.
@@ -123,6 +153,16 @@ try:
     errors["bad_selector"] = "accepted"
 except BadRequestError as error:
     errors["bad_selector"] = {"status": error.status_code, "message": str(error)}
+try:
+    client.scrape(f"{site}/browser/form", actions=[ExecuteJavascriptAction(script="1")])
+    errors["javascript_action"] = "accepted"
+except BadRequestError as error:
+    errors["javascript_action"] = {"status": error.status_code, "message": str(error)}
+try:
+    client.scrape(f"{site}/browser/form", actions=[ClickAction(selector="#no-such-button")])
+    errors["failing_action"] = "accepted"
+except FirecrawlError as error:
+    errors["failing_action"] = {"status": error.status_code, "message": str(error)}
 out["errors"] = errors
 
 # LangChain's loader, scrape mode, on a local page.

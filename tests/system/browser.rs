@@ -93,6 +93,8 @@ async fn script(url: &str, actions: Vec<Action>) -> BrowseResult {
         actions,
         profile: Profile::Desktop,
         credentials: Credentials::default(),
+        store: false,
+        archive: false,
     };
     browse::script::run_script(&shared().pool, &job)
         .await
@@ -404,6 +406,8 @@ fn navigations_to_blocked_or_broken_destinations_fail_with_their_codes() {
                 actions: Vec::new(),
                 profile: Profile::Desktop,
                 credentials: Credentials::default(),
+                store: false,
+                archive: false,
             };
             let error = browse::script::run_script(pool, &job)
                 .await
@@ -508,6 +512,8 @@ fn credentials_send_cookies_and_headers_and_seed_local_storage() {
             )),
             profile: Profile::Mobile,
             credentials,
+            store: false,
+            archive: false,
         };
         let stored = Job::Browse(job.clone()).redacted_json().to_string();
         assert!(!stored.contains("secret"), "{stored}");
@@ -740,11 +746,20 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
             render: Render::Flag(true),
             ..FetchJob::new(site("/browser/js-built"))
         });
+        // The page a script reaches (here: after filling and sending a form) is stored and
+        // queued for the archive.
         let browse_job = Job::Browse(BrowseJob {
             url: site("/browser/form"),
-            actions: actions(r#"[{"action": "snapshot"}]"#),
+            actions: actions(
+                r##"[{"action": "snapshot"},
+                    {"action": "type", "selector": "#email", "text": "ada@example.com"},
+                    {"action": "select", "selector": "#country", "label": "Portugal"},
+                    {"action": "click", "selector": "button[type=submit]"}]"##,
+            ),
             profile: Profile::Desktop,
             credentials: Credentials::default(),
+            store: true,
+            archive: true,
         });
         for job in [render_job, browse_job] {
             let id = ulid::Ulid::generate().to_string();
@@ -783,6 +798,24 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
                             .as_str()
                             .is_some_and(|text| text.contains("Sign in")),
                         "{result}"
+                    );
+                    assert_eq!(result["page_id"], id.as_str(), "{result}");
+                    let page = context
+                        .store
+                        .page(&id)
+                        .await
+                        .expect("store answers")
+                        .expect("the final page is stored");
+                    assert_eq!(page.info.extractor, Extractor::Browser);
+                    assert_eq!(page.info.title.as_deref(), Some("Signed in"));
+                    let text = context.store.page_text(&page).await.expect("its text");
+                    assert!(
+                        text.contains("Welcome, ada@example.com from pt"),
+                        "the page as the script left it: {text}"
+                    );
+                    assert!(
+                        context.store.archive_pending().await.expect("counted") >= 1,
+                        "queued for the archive"
                     );
                 }
                 Job::Search(_) => panic!("this test submits no search job"),
@@ -1848,6 +1881,8 @@ fn read_pages_by_line_and_read_html_returns_a_large_page_whole() {
             actions: actions(r#"[{"action": "read_html"}]"#),
             profile: Profile::Desktop,
             credentials: Credentials::default(),
+            store: false,
+            archive: false,
         };
         let result = browse::script::run_script(&pool, &job).await.expect("runs");
         let error = result.steps[0].error.as_ref().expect("refused");

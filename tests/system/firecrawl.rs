@@ -276,6 +276,44 @@ async fn firecrawl_py_and_langchain_work_against_trawl_serve() {
             .is_some_and(|message| message.contains("includeTags") && message.contains("div[")),
         "{errors}"
     );
+    assert_eq!(errors["javascript_action"]["status"], 400, "{errors}");
+    assert!(
+        errors["javascript_action"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("executeJavascript")),
+        "{errors}"
+    );
+    assert_eq!(errors["failing_action"]["status"], 422, "{errors}");
+    assert!(
+        errors["failing_action"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("#no-such-button")
+                || message.contains("browser step 1 (click)")),
+        "{errors}"
+    );
+    let acted = &out["actions"];
+    assert!(
+        acted["markdown"]
+            .as_str()
+            .is_some_and(|markdown| markdown.contains("Welcome, ada@example.com")),
+        "the page the actions ended on: {acted}"
+    );
+    assert_eq!(acted["title"], "Signed in", "{acted}");
+    assert_eq!(
+        acted["screenshot"], "data:image/png;base64,iVBORw0KGgo",
+        "{acted}"
+    );
+    assert_eq!(
+        acted["screenshots"],
+        serde_json::json!(["data:image/png;base64,iVBORw0KGgo"]),
+        "{acted}"
+    );
+    assert!(
+        acted["scrapes"][0]
+            .as_str()
+            .is_some_and(|html| html.contains("Welcome, ada@example.com") && html.contains("<form")),
+        "{acted}"
+    );
     assert_eq!(errors["json_format"]["status"], 400, "{errors}");
     assert!(
         errors["json_format"]["message"]

@@ -378,16 +378,7 @@ pub async fn extract_document(
     status: u16,
     format: Format,
 ) -> Result<extract::Extracted, Error> {
-    let (extracted, block) = spawn_extraction(deps, move || {
-        let extracted =
-            extract::extract_html(&html, &page_url, format).map_err(|error| match error {
-                extract::Error::Limit(exceeded) => Error::ExtractionBudget(exceeded),
-                other => Error::Extraction(other.to_string()),
-            })?;
-        let block = blockpage::detect(status, &html, &extracted);
-        Ok((extracted, block))
-    })
-    .await?;
+    let (extracted, block) = extract_unjudged(deps, html, page_url, status, format).await?;
     match block {
         // An error status with a small page is an error status; a challenge or a login wall
         // says more than the status does.
@@ -400,6 +391,28 @@ pub async fn extract_document(
         }),
         _ => Ok(extracted),
     }
+}
+
+/// Extracts a document like [`extract_document`], but hands back the block-page verdict
+/// (a challenge, a login wall, an empty page) instead of failing on it: for a page a caller
+/// chose to be on (a browse job's final page), where the verdict is a warning.
+pub async fn extract_unjudged(
+    deps: &Deps,
+    html: String,
+    page_url: Url,
+    status: u16,
+    format: Format,
+) -> Result<(extract::Extracted, Option<BlockPage>), Error> {
+    spawn_extraction(deps, move || {
+        let extracted =
+            extract::extract_html(&html, &page_url, format).map_err(|error| match error {
+                extract::Error::Limit(exceeded) => Error::ExtractionBudget(exceeded),
+                other => Error::Extraction(other.to_string()),
+            })?;
+        let block = blockpage::detect(status, &html, &extracted);
+        Ok((extracted, block))
+    })
+    .await
 }
 
 /// Builds the closed job result from a page's description and whole text.

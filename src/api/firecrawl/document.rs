@@ -3,16 +3,19 @@
 //! body, decoded), `links`, and `metadata` (title, description, language, `sourceURL`,
 //! `statusCode`, … and neutral `creditsUsed`). With `includeTags`/`excludeTags`, markdown
 //! and html are extracted again from the stored body reduced to the selected elements
-//! (`trawl_workers::web::select`); rawHtml and links stay the whole page's.
+//! (`trawl_workers::web::select`); rawHtml and links stay the whole page's. A scrape run in
+//! the browser adds `screenshot` and `actions` (screenshots as PNG data URLs, scrapes as
+//! HTML) from its steps.
 //!
 //! Not here: fetching (the scrape and crawl handlers run trawl's jobs, which store pages).
 
+use base64::Engine as _;
 use serde::Serialize;
-use trawl_workers::job::Format;
+use trawl_workers::job::{ActionOutcome, Format};
 use utoipa::ToSchema;
 
 use super::FcError;
-use super::options::Wanted;
+use super::options::{StepRole, Wanted};
 use crate::store::{PageRecord, Store};
 
 /// A scraped page, as Firecrawl returns it.
@@ -34,9 +37,84 @@ pub(crate) struct Document {
     pub(crate) links: Option<Vec<String>>,
     /// What is known about the page.
     pub(crate) metadata: Metadata,
+    /// The page the browser ended on, as a PNG data URL (the `screenshot` format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) screenshot: Option<String>,
+    /// What the request's `actions` gave back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) actions: Option<ActionsOutput>,
     /// Something the reader should know (a fallback extraction, a lying Content-Type, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) warning: Option<String>,
+}
+
+/// What a scrape's `actions` gave back, in their order.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = FirecrawlActionsOutput)]
+pub(crate) struct ActionsOutput {
+    /// One PNG data URL per `screenshot` action.
+    pub(crate) screenshots: Vec<String>,
+    /// One per `scrape` action: the page's URL and complete HTML at that point.
+    pub(crate) scrapes: Vec<ActionScrape>,
+    /// Always empty: trawl runs no `executeJavascript`.
+    pub(crate) javascript_returns: Vec<serde_json::Value>,
+    /// Always empty: trawl prints no `pdf`.
+    pub(crate) pdfs: Vec<String>,
+}
+
+/// A `scrape` action's page.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = FirecrawlActionScrape)]
+pub(crate) struct ActionScrape {
+    /// The tab's URL.
+    pub(crate) url: String,
+    /// Its complete HTML (open shadow roots inlined).
+    pub(crate) html: String,
+}
+
+impl Document {
+    /// Adds what a browse scrape's steps gave back: `roles` says what each step is for
+    /// (`options::StepRole`), in the job's order.
+    pub(crate) fn add_steps(&mut self, steps: &[ActionOutcome], roles: &[StepRole]) {
+        let data_url = |step: &ActionOutcome| {
+            step.image
+                .as_ref()
+                .map(|image| format!("data:{};base64,{}", image.media_type, image.base64))
+        };
+        let mut actions = ActionsOutput::default();
+        let mut any_action = false;
+        for (step, role) in steps.iter().zip(roles) {
+            match role {
+                StepRole::Quiet => any_action = true,
+                StepRole::Screenshot => {
+                    any_action = true;
+                    actions.screenshots.extend(data_url(step));
+                }
+                StepRole::Scrape => {
+                    any_action = true;
+                    let html = step
+                        .html_base64
+                        .as_deref()
+                        .and_then(|encoded| {
+                            base64::engine::general_purpose::STANDARD
+                                .decode(encoded)
+                                .ok()
+                        })
+                        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                        .unwrap_or_default();
+                    actions.scrapes.push(ActionScrape {
+                        url: step.url.clone(),
+                        html,
+                    });
+                }
+                StepRole::Document => self.screenshot = data_url(step),
+            }
+        }
+        if any_action {
+            self.actions = Some(actions);
+        }
+    }
 }
 
 /// A document's metadata.
@@ -188,6 +266,8 @@ pub(crate) async fn build(
             proxy_used: "basic".to_owned(),
             credits_used: 0,
         },
+        screenshot: None,
+        actions: None,
         warning,
     })
 }

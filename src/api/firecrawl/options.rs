@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use trawl_workers::job::{FetchJob, Format, Render};
+use trawl_workers::job::{Action, BrowseJob, FetchJob, Format, Profile, Render, ScrollDirection};
 use utoipa::ToSchema;
 
 use super::FcError;
@@ -57,6 +57,9 @@ pub(crate) struct Wanted {
     /// CSS selectors of the elements left out of markdown and html (`excludeTags`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) exclude_tags: Vec<String>,
+    /// A PNG of the page the browser ended on (`screenshot`: `Some(full_page)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) screenshot: Option<bool>,
 }
 
 impl Wanted {
@@ -88,9 +91,10 @@ macro_rules! with_scrape_options {
                 pub(crate) $field: $type,
             )*
             /// The parts of the document to build: `markdown` (the default), `html` (the main
-            /// content as cleaned HTML), `rawHtml` (the body as received), `links`. Others
-            /// (`json`, `summary`, `screenshot`, `changeTracking`, `images`, `branding`, …)
-            /// are refused.
+            /// content as cleaned HTML), `rawHtml` (the body as received), `links`, and on
+            /// `/scrape` `screenshot` (`screenshot@fullPage`, `{"type": "screenshot",
+            /// "fullPage": true}`: a PNG data URL; the page is loaded in Chromium). Others
+            /// (`json`, `summary`, `changeTracking`, `images`, `branding`, …) are refused.
             #[serde(default)]
             pub(crate) formats: Option<Vec<FormatEntry>>,
             /// Only the main content (Readability); `true` is all trawl does, `false` is
@@ -119,7 +123,8 @@ macro_rules! with_scrape_options {
             #[serde(default)]
             #[schema(minimum = 1, maximum = 3_600_000)]
             pub(crate) timeout: Option<u64>,
-            /// `true` is refused (device emulation is a browse job's profile).
+            /// On `/scrape`, `true` loads the page in Chromium as a phone-sized touch device
+            /// (trawl's `mobile` profile); elsewhere it is refused.
             #[serde(default)]
             pub(crate) mobile: Option<bool>,
             /// `true` is refused: trawl always verifies TLS.
@@ -152,7 +157,11 @@ macro_rules! with_scrape_options {
             /// v1: `true` is what trawl does (PDFs are read as text); `false` is refused.
             #[serde(default, rename = "parsePDF")]
             pub(crate) parse_pdf: Option<bool>,
-            /// Refused when not empty (browser actions are trawl's browse jobs and sessions).
+            /// On `/scrape` (at most 100): `wait` (`milliseconds` or `selector`), `click`
+            /// (`selector`), `write` (`text`, into the focused element), `press` (`key`),
+            /// `scroll` (`direction` up or down), `screenshot` (`fullPage`), `scrape` (the HTML
+            /// at that point), run as a trawl browse job in Chromium; the document is read
+            /// from the page they end on. `executeJavascript` and `pdf` are refused.
             #[serde(default)]
             pub(crate) actions: Option<Vec<serde_json::Value>>,
             /// Refused (trawl has no geolocated fetches).
@@ -306,11 +315,125 @@ pub(crate) struct Planned {
     pub(crate) wait: Option<Duration>,
 }
 
+/// A scrape run in the browser (a screenshot, actions, `mobile: true`): a trawl browse job
+/// storing the page it ends on, the document's parts, and what each of its steps gives back.
+#[derive(Debug, Clone)]
+pub(crate) struct BrowsePlanned {
+    /// The job.
+    pub(crate) job: BrowseJob,
+    /// The document's parts.
+    pub(crate) wanted: Wanted,
+    /// One per action of the job, in order.
+    pub(crate) roles: Vec<StepRole>,
+    /// The answer's wait, when the request set one.
+    pub(crate) wait: Option<Duration>,
+}
+
+/// What a browse step of a scrape gives back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepRole {
+    /// Nothing (`wait`, `click`, `write`, `press`, `scroll`).
+    Quiet,
+    /// An entry of the document's `actions.screenshots`.
+    Screenshot,
+    /// An entry of the document's `actions.scrapes` (the HTML at that point).
+    Scrape,
+    /// The document's `screenshot` (the `screenshot` format, taken last).
+    Document,
+}
+
+/// How a scrape runs.
+#[derive(Debug, Clone)]
+pub(crate) enum ScrapePlan {
+    /// A fetch job (plain HTTP, or rendered for `waitFor`), through the page cache.
+    Fetch(Planned),
+    /// A browse job.
+    Browse(BrowsePlanned),
+}
+
 impl ScrapeOptions {
-    /// Refuses what trawl cannot honour, and plans the fetch job of `url`.
+    /// Plans a scrape of `url`: a fetch job, or a browse job when the request needs the
+    /// browser (a screenshot, actions, `mobile: true`).
+    pub(crate) fn plan_scrape(&self, url: &str) -> Result<ScrapePlan, FcError> {
+        let wanted = self.wanted()?;
+        if !self.needs_browser(&wanted) {
+            return self.plan(url).map(ScrapePlan::Fetch);
+        }
+        self.refuse_unsupported()?;
+        if self.timeout == Some(0) {
+            return Err(FcError::bad_request("timeout must be positive"));
+        }
+        let mut actions = Vec::new();
+        let mut roles = Vec::new();
+        // waitFor: a wait before the actions, in steps a wait action allows.
+        let mut wait_for = self.wait_for.unwrap_or(0);
+        while wait_for > 0 {
+            let ms = wait_for.min(trawl_workers::job::MAX_WAIT_MS);
+            actions.push(Action::Wait {
+                selector: None,
+                text: None,
+                idle: false,
+                ms: Some(ms),
+            });
+            roles.push(StepRole::Quiet);
+            wait_for -= ms;
+        }
+        for (number, action) in self.actions.iter().flatten().enumerate() {
+            let (action, role) = browse_action(number, action)?;
+            actions.push(action);
+            roles.push(role);
+        }
+        if let Some(full_page) = wanted.screenshot {
+            actions.push(Action::Screenshot {
+                grid: false,
+                grid_step: None,
+                full_page,
+            });
+            roles.push(StepRole::Document);
+        }
+        let job = BrowseJob {
+            url: url.to_owned(),
+            actions,
+            profile: if self.mobile == Some(true) {
+                Profile::Mobile
+            } else {
+                Profile::Desktop
+            },
+            credentials: Default::default(),
+            store: true,
+            archive: false,
+        };
+        job.validate()
+            .map_err(|message| FcError::bad_request(format!("actions: {message}")))?;
+        Ok(ScrapePlan::Browse(BrowsePlanned {
+            job,
+            wanted,
+            roles,
+            wait: self.timeout.map(Duration::from_millis),
+        }))
+    }
+
+    /// Whether the scrape needs the browser: a screenshot, actions, or a mobile device.
+    fn needs_browser(&self, wanted: &Wanted) -> bool {
+        wanted.screenshot.is_some()
+            || self
+                .actions
+                .as_ref()
+                .is_some_and(|actions| !actions.is_empty())
+            || self.mobile == Some(true)
+    }
+
+    /// Refuses what trawl cannot honour, and plans the fetch job of `url` (a batch scrape's,
+    /// a crawl's and a search's pages; `/scrape` plans with [`ScrapeOptions::plan_scrape`]).
     pub(crate) fn plan(&self, url: &str) -> Result<Planned, FcError> {
         self.refuse_unsupported()?;
         let wanted = self.wanted()?;
+        if self.needs_browser(&wanted) {
+            return Err(FcError::unsupported(
+                "screenshot, actions and mobile: true load one page in the browser: they are \
+                 supported on /v1/scrape and /v2/scrape, not on batch scrapes, crawls or searches",
+            ));
+        }
         let cache_ttl = match (self.store_in_cache, self.max_age) {
             (Some(false), _) => Some(0),
             (_, Some(max_age)) => Some(max_age / 1_000),
@@ -355,6 +478,26 @@ impl ScrapeOptions {
                 FormatEntry::Name(name) => (name.as_str(), None),
                 FormatEntry::Object(object) => (object.kind.as_str(), object.options.keys().next()),
             };
+            if let FormatEntry::Object(object) = format
+                && name == "screenshot"
+            {
+                if let Some(option) = object.options.keys().find(|key| *key != "fullPage") {
+                    return Err(FcError::unsupported(format!(
+                        "format \"screenshot\": option {option:?} is not supported (fullPage is)"
+                    )));
+                }
+                let full_page = match object.options.get("fullPage") {
+                    None | Some(serde_json::Value::Null) => false,
+                    Some(serde_json::Value::Bool(full_page)) => *full_page,
+                    Some(other) => {
+                        return Err(FcError::bad_request(format!(
+                            "format \"screenshot\": fullPage must be a boolean, not {other}"
+                        )));
+                    }
+                };
+                wanted.screenshot = Some(full_page);
+                continue;
+            }
             if let Some(option) = option
                 && matches!(name, "markdown" | "html" | "rawHtml" | "links")
             {
@@ -372,15 +515,12 @@ impl ScrapeOptions {
                         "format {name:?} needs a language model, and this trawl has none configured"
                     )));
                 }
-                "screenshot" | "screenshot@fullPage" => {
-                    return Err(FcError::unsupported(format!(
-                        "format {name:?} is not available on the Firecrawl-compatible routes; \
-                         use a trawl browse job's screenshot action (POST /v1/jobs)"
-                    )));
-                }
+                "screenshot" => wanted.screenshot = Some(false),
+                "screenshot@fullPage" => wanted.screenshot = Some(true),
                 other => {
                     return Err(FcError::unsupported(format!(
-                        "format {other:?} is not supported (markdown, html, rawHtml and links are)"
+                        "format {other:?} is not supported (markdown, html, rawHtml, links and \
+                         screenshot are)"
                     )));
                 }
             }
@@ -429,12 +569,6 @@ impl ScrapeOptions {
         if self.timeout.is_some_and(|ms| ms > 3_600_000) {
             return Err(FcError::bad_request("timeout is above 3600000 ms"));
         }
-        if self.mobile == Some(true) {
-            return refuse(
-                "mobile: true",
-                "device profiles belong to trawl's browse jobs",
-            );
-        }
         if self.skip_tls_verification == Some(true) {
             return refuse("skipTlsVerification: true", "TLS is always verified");
         }
@@ -460,16 +594,6 @@ impl ScrapeOptions {
         }
         if self.parse_pdf == Some(false) {
             return refuse("parsePDF: false", "PDFs are always read as text");
-        }
-        if self
-            .actions
-            .as_ref()
-            .is_some_and(|actions| !actions.is_empty())
-        {
-            return refuse(
-                "actions",
-                "browser actions are trawl's browse jobs and sessions (POST /v1/jobs, POST /v1/sessions)",
-            );
         }
         let set = |value: &Option<serde_json::Value>| {
             value
@@ -534,6 +658,144 @@ impl ScrapeOptions {
             return refuse("domainTools/toolDetail", "trawl has no domain tools");
         }
         Ok(())
+    }
+}
+
+/// One Firecrawl action as a trawl browse action, and what its step gives back. `number` is
+/// its place in `actions` (0-based, for the messages).
+fn browse_action(number: usize, action: &serde_json::Value) -> Result<(Action, StepRole), FcError> {
+    use serde_json::Value;
+    let at = format!("actions[{number}]");
+    let object = action
+        .as_object()
+        .ok_or_else(|| FcError::bad_request(format!("{at}: an object with a \"type\"")))?;
+    let kind = object
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| FcError::bad_request(format!("{at}: \"type\" names the action")))?;
+    let only = |keys: &[&str]| match object
+        .keys()
+        .find(|key| *key != "type" && !keys.contains(&key.as_str()))
+    {
+        Some(key) => Err(FcError::unsupported(format!(
+            "{at} ({kind}): option {key:?} is not supported"
+        ))),
+        None => Ok(()),
+    };
+    let text = |key: &str, required: bool| match object.get(key) {
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        None | Some(Value::Null) if !required => Ok(None),
+        _ => Err(FcError::bad_request(format!(
+            "{at} ({kind}): {key} must be a string"
+        ))),
+    };
+    let quiet = |action: Action| Ok((action, StepRole::Quiet));
+    match kind {
+        "wait" => {
+            only(&["milliseconds", "selector"])?;
+            let ms = match object.get("milliseconds") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(value.as_u64().ok_or_else(|| {
+                    FcError::bad_request(format!(
+                        "{at} (wait): milliseconds must be a whole number"
+                    ))
+                })?),
+            };
+            let selector = text("selector", false)?;
+            if ms.is_none() && selector.is_none() {
+                return Err(FcError::bad_request(format!(
+                    "{at} (wait): give milliseconds or a selector"
+                )));
+            }
+            quiet(Action::Wait {
+                selector,
+                text: None,
+                idle: false,
+                ms,
+            })
+        }
+        "click" => {
+            only(&["selector", "all"])?;
+            if object.get("all") == Some(&Value::Bool(true)) {
+                return Err(FcError::unsupported(format!(
+                    "{at} (click): all: true is not supported (one element is clicked)"
+                )));
+            }
+            quiet(Action::Click {
+                index: None,
+                selector: text("selector", true)?,
+                role: None,
+                name: None,
+                x: None,
+                y: None,
+            })
+        }
+        "write" => {
+            only(&["text"])?;
+            quiet(Action::Type {
+                index: None,
+                selector: None,
+                role: None,
+                name: None,
+                text: text("text", true)?.unwrap_or_default(),
+                submit: false,
+                secret: false,
+            })
+        }
+        "press" => {
+            only(&["key"])?;
+            quiet(Action::Press {
+                key: text("key", true)?.unwrap_or_default(),
+            })
+        }
+        "scroll" => {
+            only(&["direction"])?;
+            let direction = match text("direction", false)?.as_deref() {
+                None | Some("down") => ScrollDirection::Down,
+                Some("up") => ScrollDirection::Up,
+                Some(other) => {
+                    return Err(FcError::bad_request(format!(
+                        "{at} (scroll): direction is up or down, not {other:?}"
+                    )));
+                }
+            };
+            quiet(Action::Scroll { direction })
+        }
+        "screenshot" => {
+            only(&["fullPage"])?;
+            let full_page = match object.get("fullPage") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(full_page)) => *full_page,
+                Some(_) => {
+                    return Err(FcError::bad_request(format!(
+                        "{at} (screenshot): fullPage must be a boolean"
+                    )));
+                }
+            };
+            Ok((
+                Action::Screenshot {
+                    grid: false,
+                    grid_step: None,
+                    full_page,
+                },
+                StepRole::Screenshot,
+            ))
+        }
+        "scrape" => {
+            only(&[])?;
+            Ok((Action::ReadHtml, StepRole::Scrape))
+        }
+        "executeJavascript" => Err(FcError::unsupported(format!(
+            "{at}: executeJavascript is not supported by trawl: it runs no caller's JavaScript \
+             in its browser"
+        ))),
+        "pdf" => Err(FcError::unsupported(format!(
+            "{at}: pdf is not supported by trawl: it prints no pages"
+        ))),
+        other => Err(FcError::unsupported(format!(
+            "{at}: action {other:?} is not supported (wait, click, write, press, scroll, \
+             screenshot and scrape are)"
+        ))),
     }
 }
 

@@ -1,5 +1,6 @@
 //! `POST /v{1,2}/scrape` (one URL scraped now: a fetch job through `fetch_now`, as `POST
-//! /v1/fetch`, answered with its document) and the batch scrape routes (`POST
+//! /v1/fetch`, or a browse job for a screenshot, actions or a mobile device, answered with
+//! its document) and the batch scrape routes (`POST
 //! /v{1,2}/batch/scrape`: a trawl batch of fetch jobs, whose id is the batch's; `GET
 //! /v{1,2}/batch/scrape/{id}`: its status and documents, a page at a time with `next`).
 //!
@@ -11,11 +12,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
-use trawl_workers::job::{ErrorCode, Job};
+use trawl_workers::job::{BrowseResult, ErrorCode, Job};
 use utoipa::{IntoParams, ToSchema};
 
 use super::document::{self, Document};
-use super::options::{BatchScrapeRequest, Planned, ScrapeRequest, Wanted};
+use super::options::{
+    BatchScrapeRequest, BrowsePlanned, Planned, ScrapePlan, ScrapeRequest, Wanted,
+};
 use super::{ErrorAnswer, FcError, FcJson, Version};
 use crate::api::AppState;
 use crate::api::auth::Caller;
@@ -136,8 +139,10 @@ async fn scrape(
     scope: &Scope,
     mut request: ScrapeRequest,
 ) -> Result<ScrapeAnswer, FcError> {
-    let planned = request.take_options().plan(&request.url)?;
-    let data = scrape_planned(state, scope, planned).await?;
+    let data = match request.take_options().plan_scrape(&request.url)? {
+        ScrapePlan::Fetch(planned) => scrape_planned(state, scope, planned).await?,
+        ScrapePlan::Browse(planned) => scrape_in_browser(state, scope, planned).await?,
+    };
     Ok(ScrapeAnswer {
         success: true,
         data,
@@ -162,30 +167,7 @@ pub(super) async fn scrape_planned(
                 .map_err(|error| FcError::from(ApiError::internal(&error)))?,
             Ok(Started::Queued(mut waiter)) => {
                 let id = waiter.job_id().to_owned();
-                match waiter.wait(&state.context.store, wait).await? {
-                    Ended::Succeeded(result) => result,
-                    Ended::Failed(error) => {
-                        return Err(ApiError::from_job_error(error, Some(id)).into());
-                    }
-                    Ended::Cancelled => {
-                        return Err(FcError::new(
-                            StatusCode::CONFLICT,
-                            ErrorCode::Cancelled.as_str(),
-                            format!("job {id} was cancelled"),
-                        ));
-                    }
-                    Ended::Pending(_) => {
-                        return Err(FcError::new(
-                            StatusCode::REQUEST_TIMEOUT,
-                            "SCRAPE_TIMEOUT",
-                            format!(
-                                "the page was not scraped within {} ms; trawl's job {id} goes on \
-                             (GET /v1/jobs/{id})",
-                                wait.as_millis()
-                            ),
-                        ));
-                    }
-                }
+                ended_result(waiter.wait(&state.context.store, wait).await?, &id, wait)?
             }
             Err(StartError::Refused(error)) => {
                 crate::api::count_refusal(state, &error);
@@ -196,6 +178,98 @@ pub(super) async fn scrape_planned(
         };
     let cached = result["cached"].as_bool().unwrap_or(false);
     page_document(state, result["page_id"].as_str(), &planned.wanted, cached).await
+}
+
+/// Runs a scrape's browse job now and builds its document: the page the actions ended on
+/// (stored by the job), with the screenshots and scrapes its steps took. An action that
+/// fails fails the scrape (422, with the action's code), as in Firecrawl.
+async fn scrape_in_browser(
+    state: &AppState,
+    scope: &Scope,
+    planned: BrowsePlanned,
+) -> Result<Document, FcError> {
+    let wait = planned
+        .wait
+        .unwrap_or(Duration::MAX)
+        .min(Duration::from_secs(state.config.sync_timeout_secs));
+    // The guard's verdict on the URL before a job is recorded, as for a fetch.
+    if let Err(error) =
+        trawl_workers::fetch::check_url(&state.context.fetch.client, &planned.job.url)
+    {
+        crate::api::count_refusal(state, &error);
+        return Err(ApiError::from_job_error(error, None).into());
+    }
+    let job = Job::Browse(planned.job);
+    let mut waiter = match fetch_now::submit(&state.context, &state.queue, job, &scope.tenant).await
+    {
+        Ok(waiter) => waiter,
+        Err(StartError::Refused(error)) => {
+            return Err(ApiError::from_job_error(error, None).into());
+        }
+        Err(StartError::Store(error)) => return Err(error.into()),
+        Err(StartError::Queue(error)) => return Err(ApiError::internal(&error).into()),
+    };
+    let id = waiter.job_id().to_owned();
+    let result = ended_result(waiter.wait(&state.context.store, wait).await?, &id, wait)?;
+    let result: BrowseResult = serde_json::from_value(result)
+        .map_err(|error| FcError::from(ApiError::internal(&error)))?;
+    if !result.completed {
+        let (number, error) = result
+            .steps
+            .iter()
+            .enumerate()
+            .find_map(|(number, step)| step.error.as_ref().map(|error| (number, error)))
+            .ok_or_else(|| {
+                FcError::from(ApiError::internal(&"an incomplete script without an error"))
+            })?;
+        let message = format!(
+            "browser step {} ({}): {}",
+            number + 1,
+            result.steps[number].action,
+            error.message
+        );
+        return Err(ApiError::from_job_error(
+            trawl_workers::browse::render::job_error(&error.code, message),
+            Some(id),
+        )
+        .into());
+    }
+    let Some(page_id) = result.page_id.as_deref() else {
+        return Err(FcError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::EmptyContent.as_str(),
+            result
+                .page_warning
+                .clone()
+                .unwrap_or_else(|| "the page the actions ended on was not stored".to_owned()),
+        ));
+    };
+    let mut document = page_document(state, Some(page_id), &planned.wanted, false).await?;
+    document.add_steps(&result.steps, &planned.roles);
+    Ok(document)
+}
+
+/// The result of a job a scrape waited for, or the scrape's error (failed, cancelled, not
+/// done within `wait`).
+fn ended_result(ended: Ended, id: &str, wait: Duration) -> Result<serde_json::Value, FcError> {
+    match ended {
+        Ended::Succeeded(result) => Ok(result),
+        Ended::Failed(error) => Err(ApiError::from_job_error(error, Some(id.to_owned())).into()),
+        Ended::Cancelled => Err(FcError::new(
+            StatusCode::CONFLICT,
+            ErrorCode::Cancelled.as_str(),
+            format!("job {id} was cancelled"),
+        )),
+        Ended::Pending(_) => Err(FcError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "SCRAPE_TIMEOUT",
+            format!(
+                "the page was not scraped within {} ms; trawl's job {id} goes on \
+                 (GET /v1/jobs/{id})",
+                wait.as_millis()
+            ),
+        )),
+    }
 }
 
 /// The document of a stored page, by id.

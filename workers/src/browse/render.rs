@@ -9,12 +9,13 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use chromiumoxide::page::Page;
 use serde_json::Value;
 
 use super::actions::{Failure, evaluate, navigate};
 use super::{Credentials, Pool, Profile, with_timeout};
 use crate::fetch::{self, Fetched, PageInfo};
-use crate::job::{ErrorCode, Extractor, FetchJob, JobError};
+use crate::job::{ErrorCode, Extractor, FetchJob, Format, JobError, RenderedPage};
 
 /// Renders `job.url` in the browser and extracts it.
 pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<Fetched, JobError> {
@@ -47,18 +48,46 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         )
         .await;
     tracing::trace!(url = %job.url, "render: idle");
-    let page = lease.page();
-    let snapshot = async {
-        let html = match super::actions::html(page, timeout).await {
-            Ok(html) => html,
-            Err(Failure::Browser(error)) => return Err(error),
-            Err(Failure::Action { message, .. }) => return Err(super::Error::Crashed(message)),
-        };
-        let url = with_timeout(timeout, page.url()).await?.unwrap_or_default();
-        Ok::<_, super::Error>((html, url))
-    }
-    .await;
+    let captured = capture(lease.page(), timeout).await;
     tracing::trace!(url = %job.url, "render: snapshot taken");
+    let captured = match captured {
+        Ok(captured) => {
+            lease.close().await;
+            tracing::trace!(url = %job.url, "render: closed");
+            captured
+        }
+        Err(error) => {
+            lease.browser_failed().await;
+            return Err(error.to_job_error());
+        }
+    };
+    let mut warnings = Vec::new();
+    if !idle {
+        warnings.push(format!(
+            "the network was still busy after {} ms; the page may be incomplete",
+            config.idle_max_ms
+        ));
+    }
+    extract_rendered(
+        deps,
+        &job.url,
+        captured,
+        job.format,
+        started,
+        warnings,
+        Judge::Fail,
+    )
+    .await
+}
+
+/// Takes the current page's DOM, URL and navigation status.
+pub(super) async fn capture(page: &Page, timeout: Duration) -> Result<RenderedPage, super::Error> {
+    let html = match super::actions::html(page, timeout).await {
+        Ok(html) => html,
+        Err(Failure::Browser(error)) => return Err(error),
+        Err(Failure::Action { message, .. }) => return Err(super::Error::Crashed(message)),
+    };
+    let url = with_timeout(timeout, page.url()).await?.unwrap_or_default();
     let status = evaluate(page, "navigationStatus()", timeout)
         .await
         .ok()
@@ -66,32 +95,63 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         .and_then(|status| u16::try_from(status).ok())
         .filter(|status| *status > 0)
         .unwrap_or(200);
-    let (html, final_url) = match snapshot {
-        Ok(snapshot) => {
-            lease.close().await;
-            tracing::trace!(url = %job.url, "render: closed");
-            snapshot
-        }
-        Err(error) => {
-            lease.browser_failed().await;
-            return Err(error.to_job_error());
-        }
-    };
+    Ok(RenderedPage { html, url, status })
+}
+
+/// What a block page (a challenge, a login wall, an empty page) or an error status does to a
+/// rendered page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judge {
+    /// Fails it, as a fetch does (`render: true`).
+    Fail,
+    /// Keeps it with a warning: a page a script chose to end on (a browse job's).
+    Warn,
+}
+
+/// Extracts a page the browser rendered exactly like a fetched one (the same extraction,
+/// links, metadata and outline): a fetch result with `extractor: "browser"`, asked for as
+/// `requested_url`, begun at `started`, with `warnings` about how it was taken.
+pub async fn extract_rendered(
+    deps: &fetch::Deps,
+    requested_url: &str,
+    page: RenderedPage,
+    format: Format,
+    started: Instant,
+    mut warnings: Vec<String>,
+    judge: Judge,
+) -> Result<Fetched, JobError> {
+    let RenderedPage {
+        html,
+        url: final_url,
+        status,
+    } = page;
     let page_url = url::Url::parse(&final_url)
         .map_err(|error| JobError::new(ErrorCode::NavigationFailed, error.to_string()))?;
-    let extracted = fetch::extract_document(deps, html.clone(), page_url, status, job.format)
-        .await
-        .map_err(|error| error.to_job_error())?;
-    let mut warnings = Vec::new();
+    let extracted = match judge {
+        Judge::Fail => fetch::extract_document(deps, html.clone(), page_url, status, format)
+            .await
+            .map_err(|error| error.to_job_error())?,
+        Judge::Warn => {
+            let (extracted, block) =
+                fetch::extract_unjudged(deps, html.clone(), page_url, status, format)
+                    .await
+                    .map_err(|error| error.to_job_error())?;
+            if let Some(block) = block {
+                warnings.push(format!(
+                    "the page looks like a {} page ({})",
+                    block.code.as_str(),
+                    block.evidence
+                ));
+            }
+            if status >= 400 {
+                warnings.push(format!("the page answered HTTP {status}"));
+            }
+            extracted
+        }
+    };
     warnings.extend(extracted.warning.clone());
-    if !idle {
-        warnings.push(format!(
-            "the network was still busy after {} ms; the page may be incomplete",
-            config.idle_max_ms
-        ));
-    }
     let info = PageInfo {
-        url: job.url.clone(),
+        url: requested_url.to_owned(),
         final_url,
         status,
         content_type: "text/html".to_owned(),
@@ -101,7 +161,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
         links: extracted.links,
         meta: extracted.meta,
         outline: extracted.outline,
-        format: job.format,
+        format,
         fetched_at: jiff::Timestamp::now().to_string(),
         took_ms: started.elapsed().as_millis() as u64,
     };

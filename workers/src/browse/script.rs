@@ -3,7 +3,11 @@
 //! action's outcome. A failure to load the first URL fails the job with its code; a browser
 //! crash fails it as `browser_failed` (transient: retried on a fresh browser).
 //!
-//! Not here: the actions themselves (`actions`), storing results (the runner).
+//! With `store` (the default) the page the script ended on is taken too (its DOM, URL and
+//! status) and handed to the runner in the result.
+//!
+//! Not here: the actions themselves (`actions`), extracting and storing the final page (the
+//! runner, through `render::extract_rendered`).
 
 use std::time::Instant;
 
@@ -61,6 +65,19 @@ pub async fn run_script(pool: &Pool, job: &BrowseJob) -> Result<BrowseResult, Jo
         .flatten()
         .unwrap_or_else(|| job.url.clone());
     let title = actions::title(lease.page(), timeout).await;
+    // The page the script ended on, for the runner to store (a page that cannot be taken is
+    // a warning: the steps stand).
+    let (page, page_warning) = if job.store {
+        match super::render::capture(lease.page(), timeout).await {
+            Ok(page) => (Some(page), None),
+            Err(error) => (
+                None,
+                Some(format!("the final page could not be taken: {error}")),
+            ),
+        }
+    } else {
+        (None, None)
+    };
     lease.close().await;
     Ok(BrowseResult {
         url: job.url.clone(),
@@ -69,5 +86,8 @@ pub async fn run_script(pool: &Pool, job: &BrowseJob) -> Result<BrowseResult, Jo
         steps,
         completed,
         took_ms: started.elapsed().as_millis() as u64,
+        page_id: None,
+        page_warning,
+        page,
     })
 }

@@ -27,6 +27,9 @@ pub const KEYS: &[&str] = &[
     "PageDown",
 ];
 
+/// The longest a `wait` action waits, in milliseconds.
+pub const MAX_WAIT_MS: u64 = 30_000;
+
 /// One step of a script or a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
@@ -484,8 +487,8 @@ impl Action {
                 idle,
                 ms,
             } => {
-                if ms.is_some_and(|ms| ms > 30_000) {
-                    return Err("wait: ms is at most 30000".to_owned());
+                if ms.is_some_and(|ms| ms > MAX_WAIT_MS) {
+                    return Err(format!("wait: ms is at most {MAX_WAIT_MS}"));
                 }
                 let conditions = usize::from(selector.is_some())
                     + usize::from(text.is_some())

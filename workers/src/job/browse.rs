@@ -1,6 +1,7 @@
 //! Browse jobs and their results: a URL, the actions to run on it, the device profile the
 //! browser pretends to be, and the credentials it browses with; the result is one outcome per
-//! action.
+//! action, and the page the script ended on (stored like a fetched page unless `store:
+//! false`, and archived for RAG with `archive: true`).
 //!
 //! Not here: the browser and running actions (`crate::browse`).
 
@@ -27,6 +28,19 @@ pub struct BrowseJob {
     /// only as counts when the job is read back).
     #[serde(default, skip_serializing_if = "Credentials::is_empty")]
     pub credentials: Credentials,
+    /// Store the page the script ends on like a fetched page (extracted, its markdown and
+    /// HTML kept, `extractor: "browser"`; the result's `page_id` reads it): pages reached
+    /// after a login or a click reach `read`, `grep` and the archive. `false` keeps nothing.
+    #[serde(default = "default_store")]
+    #[schema(default = true)]
+    pub store: bool,
+    /// Queue the stored page for the RAG archive (the tantivy index and the WARC file).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archive: bool,
+}
+
+fn default_store() -> bool {
+    true
 }
 
 /// Actions one browse job may run.
@@ -45,6 +59,9 @@ impl BrowseJob {
             action
                 .validate()
                 .map_err(|message| format!("action {}: {message}", number + 1))?;
+        }
+        if self.archive && !self.store {
+            return Err("archive: true needs the page stored (store: false was given)".to_owned());
         }
         self.credentials.validate()
     }
@@ -66,6 +83,27 @@ pub struct BrowseResult {
     pub completed: bool,
     /// Milliseconds the whole script took.
     pub took_ms: u64,
+    /// The stored final page (`GET /v1/pages/{id}`, `read`, `grep`), with `store`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_id: Option<String>,
+    /// Why the final page was not stored (it could not be taken or extracted, e.g.
+    /// `empty_content`); the steps stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_warning: Option<String>,
+    /// The final page as the browser had it, for the runner to store (never serialised).
+    #[serde(skip)]
+    pub page: Option<RenderedPage>,
+}
+
+/// A page as the browser has it: the DOM serialised, the tab's URL, its navigation status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedPage {
+    /// The DOM as HTML (open shadow roots inlined).
+    pub html: String,
+    /// The tab's URL.
+    pub url: String,
+    /// The main document's HTTP status (200 when the page does not say).
+    pub status: u16,
 }
 
 /// A device the browser pretends to be.

@@ -31,9 +31,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use action::{
-    Action, ActionError, ActionOutcome, Image, KEYS, ReadScope, ScrollDirection, WaitUntil, mask,
+    Action, ActionError, ActionOutcome, Image, KEYS, MAX_WAIT_MS, ReadScope, ScrollDirection,
+    WaitUntil, mask,
 };
-pub use browse::{BrowseJob, BrowseResult, MAX_ACTIONS, Profile};
+pub use browse::{BrowseJob, BrowseResult, MAX_ACTIONS, Profile, RenderedPage};
 pub use crawl::CrawlSpec;
 pub use credentials::{CookieSpec, Credentials, OriginHeaders, canonical_origin};
 pub use error::{ErrorCode, JobError};
