@@ -349,6 +349,7 @@ impl App {
             self.deps.store.clone(),
             self.config.sessions.clone(),
         );
+        sessions.store_pages_with(self.deps.fetch.clone());
         self.keep_sessions(sessions.clone());
         Some(sessions)
     }
@@ -402,6 +403,7 @@ impl App {
         };
         let store = self.deps.store.clone();
         let sessions = Sessions::hosted(browser, store.clone(), config.clone(), url.clone());
+        sessions.store_pages_with(self.deps.fetch.clone());
         let state = crate::api::AppState {
             context: self.deps.clone(),
             queue: self.deps.queue.clone(),

@@ -16,6 +16,8 @@
 //! - `search_providers`: the web search providers of a process: configuration checks, the
 //!   answers' cache, each provider's pace, failover, metrics.
 //! - `deps`: [`deps::Deps`], the immutable bundle of shared parts, and the runner's settings.
+//! - `browser_pages`: pages the browser took (a browse job's final page, `archive` actions)
+//!   extracted and stored like fetched pages.
 //! - `crawl`: seeds and followed links → fetch jobs, counters, completion.
 //! - `web_search`: web search as every surface calls it (`search`, `images`) and a search
 //!   job's top results → fetch jobs of its batch.
@@ -35,13 +37,15 @@
 //!
 //! Invariants: sqlx is imported by `store` and `queue` only, apalis by `queue` and `runner`
 //! only, redis by `queue` and `crawl_policy` (the shared politeness gate) only, axum by `api`
-//! (and `mcp`, whose HTTP transport it mounts, and `app`, which serves it) only. The runner alone persists job outcomes, keyed by job id,
-//! so a job delivered twice records one result. Jobs carry ids, URLs and options, never page
+//! (and `mcp`, whose HTTP transport it mounts, and `app`, which serves it) only. The runner alone persists the outcomes of queued jobs, keyed
+//! by job id, so a job delivered twice records one result (`browser_pages` records the jobs
+//! of pages taken by `archive` actions already ended). Jobs carry ids, URLs and options, never page
 //! bodies.
 
 pub mod api;
 pub mod app;
 pub mod archive;
+pub mod browser_pages;
 pub mod cache;
 pub mod cli;
 pub mod config;

@@ -634,19 +634,36 @@ async fn run_browse(
         Ok(result) => result,
         Err(error) => return Ok(Err(error)),
     };
+    // The pages `archive` actions took, each stored under a job of its own (an action whose
+    // page cannot be extracted is failed afterwards, with the extraction's code).
+    for (number, step) in result.steps.iter_mut().enumerate() {
+        let Some(taken) = step.taken.take() else {
+            continue;
+        };
+        let from = serde_json::json!({"job": envelope.id, "step": number + 1});
+        match crate::browser_pages::store_taken(
+            &deps.fetch,
+            &deps.store,
+            &envelope.tenant,
+            from,
+            taken,
+        )
+        .await?
+        {
+            Ok(page_id) => step.page_id = Some(page_id),
+            Err(error) => {
+                step.ok = false;
+                step.error = Some(trawl_workers::job::ActionError {
+                    code: error.code.as_str().to_owned(),
+                    message: format!("the page was not stored: {}", error.message),
+                });
+                result.completed = false;
+            }
+        }
+    }
     let fetched = match result.page.take() {
         Some(page) => {
-            let extracted = trawl_workers::browse::render::extract_rendered(
-                &deps.fetch,
-                &job.url,
-                page,
-                trawl_workers::job::Format::Markdown,
-                started,
-                Vec::new(),
-                trawl_workers::browse::render::Judge::Warn,
-            )
-            .await;
-            match extracted {
+            match crate::browser_pages::extract(&deps.fetch, &job.url, page, started).await {
                 Ok(fetched) => Some(fetched),
                 Err(error) => {
                     result.page_warning = Some(format!(
@@ -669,28 +686,13 @@ async fn run_browse(
             .finish_attempt(&envelope.id, attempt, &outcome)
             .await?));
     };
-    let normalized = |raw: &str| {
-        url::Url::parse(raw)
-            .map(|url| normalize_url(&url).to_string())
-            .unwrap_or_else(|_| raw.to_owned())
-    };
-    let url = normalized(&job.url);
-    let final_url = normalized(&fetched.info.final_url);
-    // A page a script reached is never a cache hit for a fetch: its options hash is its own.
-    let options_hash = format!("browse:{}", envelope.id);
-    let page = NewPage {
-        url: &url,
-        final_url: &final_url,
-        options_hash: &options_hash,
-        info: &fetched.info,
-        text: &fetched.text,
-        raw: &fetched.raw,
-        headers: &fetched.headers,
-        ip: fetched.ip,
-        archive: job.archive,
-        attempt: Some(attempt),
-        tenant: envelope.tenant.as_str(),
-    };
+    let row = crate::browser_pages::PageRow::new(&envelope.id, &job.url, &fetched);
+    let page = row.page(
+        &fetched,
+        job.archive,
+        Some(attempt),
+        envelope.tenant.as_str(),
+    );
     result.page_id = Some(envelope.id.clone());
     let (_, ended) = deps
         .store

@@ -319,6 +319,8 @@ pub struct Sessions {
     config: Config,
     host: Option<String>,
     live: std::sync::Mutex<HashMap<String, Arc<Session>>>,
+    /// How `archive` actions extract the pages they take (see [`Sessions::store_pages_with`]).
+    extraction: std::sync::OnceLock<trawl_workers::fetch::Deps>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -350,7 +352,55 @@ impl Sessions {
             config,
             host,
             live: std::sync::Mutex::new(HashMap::new()),
+            extraction: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Lets `archive` actions store the pages they take, extracted with `fetch`'s settings
+    /// (the process's own; the first call wins). Without it an `archive` action fails with
+    /// `browser_failed` saying the process stores no pages.
+    pub fn store_pages_with(&self, fetch: trawl_workers::fetch::Deps) {
+        let _ = self.extraction.set(fetch);
+    }
+
+    /// Stores the page an `archive` action took (`outcome.taken`) for the session's owner,
+    /// queued for the archive: its id in `page_id`, or the action failed with why not.
+    async fn store_taken(
+        &self,
+        session: &Session,
+        seq: u64,
+        outcome: &mut ActionOutcome,
+    ) -> Result<(), Error> {
+        let Some(taken) = outcome.taken.take() else {
+            return Ok(());
+        };
+        let failed = |outcome: &mut ActionOutcome, code: &str, message: String| {
+            outcome.ok = false;
+            outcome.error = Some(trawl_workers::job::ActionError {
+                code: code.to_owned(),
+                message,
+            });
+        };
+        let Some(fetch) = self.extraction.get() else {
+            failed(
+                outcome,
+                "browser_failed",
+                "this process stores no pages from sessions".to_owned(),
+            );
+            return Ok(());
+        };
+        let tenant = crate::tenant::Tenant::new(&session.owner)
+            .unwrap_or_else(|_| crate::tenant::Tenant::default());
+        let from = serde_json::json!({"session": session.id, "step": seq});
+        match crate::browser_pages::store_taken(fetch, &self.store, &tenant, from, taken).await? {
+            Ok(page_id) => outcome.page_id = Some(page_id),
+            Err(error) => failed(
+                outcome,
+                error.code.as_str(),
+                format!("the page was not stored: {}", error.message),
+            ),
+        }
+        Ok(())
     }
 
     /// Closes idle sessions every few seconds until the returned task is aborted.
@@ -587,10 +637,11 @@ impl Sessions {
                 }
             };
             outcome.recovered = recovered;
+            let seq = session.next_seq.fetch_add(1, Ordering::Relaxed);
+            self.store_taken(&session, seq, &mut outcome).await?;
             let Some(lease) = guard.as_mut() else {
                 return Err(Error::NotFound(id.to_owned()));
             };
-            let seq = session.next_seq.fetch_add(1, Ordering::Relaxed);
             // The step's screenshot: the action's own image, else a JPEG of the viewport.
             let preview = browse::actions::preview(lease).await.ok();
             let (image, media_type) = match (&outcome.image, &preview) {

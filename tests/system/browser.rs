@@ -754,6 +754,7 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
                 r##"[{"action": "snapshot"},
                     {"action": "type", "selector": "#email", "text": "ada@example.com"},
                     {"action": "select", "selector": "#country", "label": "Portugal"},
+                    {"action": "archive"},
                     {"action": "click", "selector": "button[type=submit]"}]"##,
             ),
             profile: Profile::Desktop,
@@ -813,9 +814,22 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
                         text.contains("Welcome, ada@example.com from pt"),
                         "the page as the script left it: {text}"
                     );
+                    // The archive action's page: the form before it was sent.
+                    let taken = result["steps"][3]["page_id"].as_str().expect("archived");
+                    let taken = context
+                        .store
+                        .page(taken)
+                        .await
+                        .expect("store answers")
+                        .expect("stored");
+                    let taken = context.store.page_text(&taken).await.expect("its text");
                     assert!(
-                        context.store.archive_pending().await.expect("counted") >= 1,
-                        "queued for the archive"
+                        taken.contains("Email") && !taken.contains("Welcome"),
+                        "{taken}"
+                    );
+                    assert!(
+                        context.store.archive_pending().await.expect("counted") >= 2,
+                        "both queued for the archive"
                     );
                 }
                 Job::Search(_) => panic!("this test submits no search job"),
@@ -974,6 +988,78 @@ fn a_session_keeps_previews_after_page_changes_only_and_a_replay_log_of_every_st
                 .await
                 .is_err()
         );
+    });
+}
+
+#[test]
+fn the_archive_action_stores_what_a_session_reached_for_the_archive() {
+    run(async {
+        use trawl::sessions::{Config, Sessions};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let script = actions(&format!(
+            r##"[{{"action": "goto", "url": "{}"}},
+                {{"action": "type", "selector": "#email", "text": "ada@example.com"}},
+                {{"action": "click", "selector": "button[type=submit]"}},
+                {{"action": "archive"}}]"##,
+            site("/browser/form")
+        ));
+        // A process that stores no pages says so.
+        let bare = Sessions::new(shared().pool.clone(), store.clone(), Config::default());
+        let info = bare
+            .open("owner-a", None, Profile::Desktop, &Credentials::default())
+            .await
+            .expect("opens");
+        let steps = bare.act("owner-a", &info.id, &script).await.expect("acts");
+        let archive = &steps[3].outcome;
+        assert!(!archive.ok, "{archive:?}");
+        assert!(
+            archive
+                .error
+                .as_ref()
+                .is_some_and(|error| error.message.contains("stores no pages")),
+            "{archive:?}"
+        );
+        bare.close("owner-a", &info.id).await.expect("closes");
+
+        let sessions = Sessions::new(shared().pool.clone(), store.clone(), Config::default());
+        sessions.store_pages_with(fetch_deps());
+        let info = sessions
+            .open("owner-a", None, Profile::Desktop, &Credentials::default())
+            .await
+            .expect("opens");
+        let steps = sessions
+            .act("owner-a", &info.id, &script)
+            .await
+            .expect("acts");
+        let archive = &steps[3].outcome;
+        assert!(archive.ok, "{archive:?}");
+        let page_id = archive.page_id.clone().expect("the stored page's id");
+        let page = store
+            .page(&page_id)
+            .await
+            .expect("store answers")
+            .expect("stored");
+        assert_eq!(page.tenant, "owner-a", "the session owner's page");
+        assert_eq!(page.info.extractor, Extractor::Browser);
+        let text = store.page_text(&page).await.expect("its text");
+        assert!(
+            text.contains("Welcome, ada@example.com"),
+            "the page as the session left it: {text}"
+        );
+        assert!(store.archive_pending().await.expect("counted") >= 1);
+        // Its job says where it was taken.
+        let job = store
+            .job(&page_id)
+            .await
+            .expect("store answers")
+            .expect("the page's job");
+        assert_eq!(job.status, trawl::store::Status::Succeeded);
+        assert_eq!(
+            job.result.expect("a result")["taken_from"]["session"],
+            info.id.as_str()
+        );
+        sessions.close("owner-a", &info.id).await.expect("closes");
     });
 }
 

@@ -239,6 +239,10 @@ pub enum Action {
     },
     /// Start over in a fresh context: tabs, cookies and storage gone (credentials kept).
     Reset,
+    /// Store the current page like a fetched one (extracted, `extractor: "browser"`; its id
+    /// in the outcome's `page_id`) and queue it for the RAG archive: what an agent reached
+    /// after a login or a click becomes searchable.
+    Archive,
 }
 
 /// What `goto` waits for.
@@ -337,6 +341,7 @@ impl Action {
             Action::TabSwitch { .. } => "tab_switch",
             Action::TabClose { .. } => "tab_close",
             Action::Reset => "reset",
+            Action::Archive => "archive",
         }
     }
 
@@ -353,6 +358,7 @@ impl Action {
                 | Action::Screenshot { .. }
                 | Action::Highlight
                 | Action::Wait { .. }
+                | Action::Archive
         )
     }
 
@@ -573,6 +579,12 @@ pub struct ActionOutcome {
     /// log keeps its text masked.
     #[serde(skip)]
     pub typed_secret: bool,
+    /// `archive`: the stored page's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_id: Option<String>,
+    /// `archive`: the page as the browser had it, for the caller to store (never serialised).
+    #[serde(skip)]
+    pub taken: Option<super::browse::RenderedPage>,
 }
 
 /// Why an action failed.

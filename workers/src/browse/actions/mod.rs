@@ -100,6 +100,8 @@ pub(super) struct Extra {
     pub(super) typed_secret: bool,
     /// `snapshot`: the same elements as the tab's previous snapshot.
     pub(super) unchanged: bool,
+    /// `archive`: the page taken.
+    pub(super) taken: Option<crate::job::RenderedPage>,
 }
 
 /// Runs one action in the lease's current tab. `Err` only when the browser failed (crashed,
@@ -158,6 +160,8 @@ pub async fn run(lease: &mut Lease, action: &Action) -> Result<ActionOutcome, Er
         unchanged: extra.unchanged,
         recovered: false,
         typed_secret: extra.typed_secret || matches!(action, Action::Type { secret: true, .. }),
+        page_id: None,
+        taken: extra.taken,
     })
 }
 
@@ -308,6 +312,14 @@ async fn perform(
         Action::TabSwitch { tab } => tabs::tab_switch(lease, *tab).await,
         Action::TabClose { tab } => tabs::tab_close(lease, *tab).await,
         Action::Reset => tabs::reset(lease).await,
+        Action::Archive => {
+            let taken = super::render::capture(lease.page(), command_timeout(lease))
+                .await
+                .map_err(Failure::from)?;
+            let output = format!("took {} ({} bytes of HTML)", taken.url, taken.html.len());
+            extra.taken = Some(taken);
+            Ok(Some(output))
+        }
     }
 }
 
