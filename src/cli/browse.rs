@@ -36,6 +36,13 @@ pub struct BrowseArgs {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Trust this internal host (repeatable): an exact host name or IP literal that may be
+    /// or resolve to a private address; every other private destination stays blocked,
+    /// redirects from it to other private hosts too, and cloud metadata always. (Unlike
+    /// --allow-host, which restricts fetching to the hosts it names.)
+    /// [config: ssrf.trusted_hosts]
+    #[arg(long, value_name = "HOST")]
+    pub trust_host: Vec<String>,
 }
 
 /// Arguments of `trawl screenshot`.
@@ -65,6 +72,13 @@ pub struct ScreenshotArgs {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Trust this internal host (repeatable): an exact host name or IP literal that may be
+    /// or resolve to a private address; every other private destination stays blocked,
+    /// redirects from it to other private hosts too, and cloud metadata always. (Unlike
+    /// --allow-host, which restricts fetching to the hosts it names.)
+    /// [config: ssrf.trusted_hosts]
+    #[arg(long, value_name = "HOST")]
+    pub trust_host: Vec<String>,
 }
 
 /// `--render`: when pages are rendered in headless Chromium.
@@ -112,6 +126,10 @@ pub(super) async fn browse(mut config: Config, args: &BrowseArgs) -> anyhow::Res
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
+    config
+        .ssrf
+        .trusted_hosts
+        .extend(args.trust_host.iter().cloned());
     config.validate()?;
     let actions: Vec<Action> = match &args.actions {
         None => vec![Action::Snapshot],
@@ -135,6 +153,17 @@ pub(super) async fn browse(mut config: Config, args: &BrowseArgs) -> anyhow::Res
         archive: false,
     };
     job.validate().map_err(anyhow::Error::msg)?;
+    if job
+        .actions
+        .iter()
+        .any(|action| matches!(action, Action::Archive))
+    {
+        anyhow::bail!(
+            "trawl browse runs the browser alone, without the store: the archive action needs \
+             a queued browse job (trawl serve, POST /v1/jobs with \"kind\": \"browse\") or a \
+             session"
+        );
+    }
     let pool = pool(&config).await?;
     let outcome = browse::script::run_script(&pool, &job).await;
     pool.shutdown().await;
@@ -174,6 +203,10 @@ pub(super) async fn screenshot(
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
+    config
+        .ssrf
+        .trusted_hosts
+        .extend(args.trust_host.iter().cloned());
     config.validate()?;
     let job = BrowseJob {
         url: args.url.clone(),

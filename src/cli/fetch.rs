@@ -47,12 +47,23 @@ pub struct Args {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Trust this internal host (repeatable): an exact host name or IP literal that may be
+    /// or resolve to a private address; every other private destination stays blocked,
+    /// redirects from it to other private hosts too, and cloud metadata always. (Unlike
+    /// --allow-host, which restricts fetching to the hosts it names.)
+    /// [config: ssrf.trusted_hosts]
+    #[arg(long, value_name = "HOST")]
+    pub trust_host: Vec<String>,
 }
 
 pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
+    config
+        .ssrf
+        .trusted_hosts
+        .extend(args.trust_host.iter().cloned());
     config.validate()?;
     let job = FetchJob {
         format: Format::from(args.format),

@@ -59,12 +59,20 @@ pub struct Args {
     /// [config: ssrf.allow_private_network].
     #[arg(long)]
     pub allow_private_network: bool,
+    /// Trust this internal host (repeatable): an exact host name or IP literal that may be
+    /// or resolve to a private address; every other private destination stays blocked,
+    /// redirects from it to other private hosts too, and cloud metadata always. (Unlike
+    /// --allow-host, which restricts fetching to the hosts it names.)
+    /// [config: ssrf.trusted_hosts]
+    #[arg(long, value_name = "HOST")]
+    pub trust_host: Vec<String>,
     /// Send fetches through this proxy (repeatable: requests to one host stay on one proxy):
     /// http://, https://, socks5:// or socks5h:// URL, credentials allowed
     /// [config: proxy.urls].
     #[arg(long, value_name = "URL")]
     pub proxy: Vec<String>,
-    /// Only fetch from these exact hosts (repeatable) [config: ssrf.allow_hosts].
+    /// Only fetch from these exact hosts (repeatable) [config: ssrf.allow_hosts]: a
+    /// restriction, it opens no private address (--trust-host does).
     #[arg(long, value_name = "HOST")]
     pub allow_host: Vec<String>,
     /// Never fetch from these hosts; *.example.com also blocks example.com and its
@@ -220,6 +228,10 @@ fn apply_flags(config: &mut Config, args: &Args) {
     if args.allow_private_network {
         config.ssrf.allow_private_network = true;
     }
+    config
+        .ssrf
+        .trusted_hosts
+        .extend(args.trust_host.iter().cloned());
     super::use_proxies(config, &args.proxy);
     config
         .ssrf

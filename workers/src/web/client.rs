@@ -319,7 +319,7 @@ impl Client {
         if let Some(addr) = response.remote_addr()
             && !route.trusted
             && !self.dial_targets.contains(&addr.ip())
-            && let Err(reason) = policy.check_ip(addr.ip())
+            && let Err(reason) = policy.check_ip_for(url.host_str().unwrap_or_default(), addr.ip())
         {
             // Defence in depth: the resolver already refused such answers.
             return Err(Error::Blocked {

@@ -193,7 +193,7 @@ pub(crate) async fn resolve_checked(
     // One blocked answer refuses the host: a name that mixes public and private answers is a
     // rebinding attempt or a misconfiguration either way.
     for ip in &answers {
-        if let Err(reason) = policy.check_ip(*ip) {
+        if let Err(reason) = policy.check_ip_for(&host, *ip) {
             return Err(ResolveFailure::Blocked { host, reason });
         }
     }

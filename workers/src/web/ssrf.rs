@@ -58,6 +58,11 @@
 //!   addresses are not matched against the lists). The allow list never
 //!   overrides an address class: an allow-listed host that is or resolves to
 //!   a private address is still blocked unless `allow_private_network`.
+//! - `trusted_hosts` (exact hosts, compared like the allow list) lifts the
+//!   private-network classes for those hosts alone: the client checks every
+//!   address a name resolved to with [`Policy::check_ip_for`] and the name it
+//!   resolved. Cloud metadata stays blocked for them, and a redirect to
+//!   another private host is checked as that host (blocked).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -231,7 +236,7 @@ pub enum PolicyError {
     /// pattern (it would never match).
     #[error("invalid entry {entry:?} in {list}")]
     InvalidHostEntry {
-        /// `"allow_hosts"`, `"block_hosts"` or `"internal_hosts"`.
+        /// `"allow_hosts"`, `"block_hosts"`, `"internal_hosts"` or `"trusted_hosts"`.
         list: &'static str,
         /// The offending entry, as configured.
         entry: String,
@@ -259,6 +264,12 @@ pub struct Policy {
     /// before DNS. Cloud metadata names stay refused whatever this says, and the addresses
     /// a listed name resolves to are still checked.
     pub internal_hosts: Vec<String>,
+    /// Internal services that may be (or resolve to) private addresses: exact host names or
+    /// IP literals (`wiki.corp.example`, `10.0.0.5`), compared like `allow_hosts`. For these
+    /// hosts alone the classes `allow_private_network` lifts are lifted; cloud metadata and
+    /// every other class stay blocked, every other private destination stays blocked, and a
+    /// redirect from a trusted host is checked as the host it leads to.
+    pub trusted_hosts: Vec<String>,
 }
 
 /// The longest URL [`Policy::parse_url`] accepts, in bytes (8 KiB): longer ones are refused
@@ -476,10 +487,12 @@ impl Policy {
         {
             return Err(BlockReason::BlockedHost);
         }
+        let trusted = self.is_trusted_norm(host);
         match host {
+            NormHost::Ip(ip) if trusted => self.check_trusted_ip(*ip)?,
             NormHost::Ip(ip) => self.check_ip(*ip)?,
             NormHost::Domain(domain) => {
-                if is_localhost_name(domain) && !self.allow_private_network {
+                if is_localhost_name(domain) && !self.allow_private_network && !trusted {
                     return Err(BlockReason::Loopback);
                 }
                 if METADATA_NAMES.contains(&domain.as_str()) {
@@ -517,12 +530,43 @@ impl Policy {
     /// unspecified, multicast, broadcast, reserved and documentation
     /// addresses.
     pub fn check_ip(&self, ip: IpAddr) -> Result<(), BlockReason> {
+        if self.allow_private_network {
+            self.check_trusted_ip(ip)
+        } else {
+            classify(ip).map_or(Ok(()), Err)
+        }
+    }
+
+    /// Classifies an address `host` resolved to (or is), as [`Policy::check_ip`] does, but
+    /// for a host of `trusted_hosts` as if `allow_private_network` were set. The HTTP client
+    /// and the browser's egress proxy call this with the host of the request.
+    pub fn check_ip_for(&self, host: &str, ip: IpAddr) -> Result<(), BlockReason> {
+        if !self.allow_private_network && self.is_trusted(host) {
+            self.check_trusted_ip(ip)
+        } else {
+            self.check_ip(ip)
+        }
+    }
+
+    /// Whether `host` (a URL's host, a name to resolve) is one of `trusted_hosts`.
+    pub fn is_trusted(&self, host: &str) -> bool {
+        !self.trusted_hosts.is_empty()
+            && norm_host_str(host).is_some_and(|host| self.is_trusted_norm(&host))
+    }
+
+    fn is_trusted_norm(&self, host: &NormHost) -> bool {
+        self.trusted_hosts
+            .iter()
+            .filter_map(|entry| parse_exact_entry(entry))
+            .any(|entry| &entry == host)
+    }
+
+    /// An address checked with the private-network classes lifted (cloud metadata and the
+    /// rest still blocked).
+    fn check_trusted_ip(&self, ip: IpAddr) -> Result<(), BlockReason> {
         let Some(reason) = classify(ip) else {
             return Ok(());
         };
-        if !self.allow_private_network {
-            return Err(reason);
-        }
         let effective = match ip {
             IpAddr::V6(v6) if reason == BlockReason::Ipv4Mapped => {
                 embedded_ipv4(v6).and_then(classify_v4).unwrap_or(reason)
@@ -541,15 +585,19 @@ impl Policy {
     /// never match, so call this when loading the configuration to fail
     /// closed on typos.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        if let Some(entry) = self
-            .allow_hosts
-            .iter()
-            .find(|entry| parse_exact_entry(entry).is_none())
-        {
-            return Err(PolicyError::InvalidHostEntry {
-                list: "allow_hosts",
-                entry: entry.clone(),
-            });
+        for (list, entries) in [
+            ("allow_hosts", &self.allow_hosts),
+            ("trusted_hosts", &self.trusted_hosts),
+        ] {
+            if let Some(entry) = entries
+                .iter()
+                .find(|entry| parse_exact_entry(entry).is_none())
+            {
+                return Err(PolicyError::InvalidHostEntry {
+                    list,
+                    entry: entry.clone(),
+                });
+            }
         }
         for (list, entries) in [
             ("block_hosts", &self.block_hosts),

@@ -51,7 +51,12 @@ impl Site {
                 .answer("private.test", &[IpAddr::from([10, 0, 0, 5])])
                 .answer("mixed.test", &[public, IpAddr::from([192, 168, 1, 1])])
                 .answer("metadata.test", &[IpAddr::from([169, 254, 169, 254])])
-                .dial(public, loopback),
+                // Internal services on private addresses, dialled on the fixture.
+                .answer("internal.test", &[IpAddr::from([10, 9, 8, 7])])
+                .answer("internal-other.test", &[IpAddr::from([10, 9, 8, 8])])
+                .dial(public, loopback)
+                .dial(IpAddr::from([10, 9, 8, 7]), loopback)
+                .dial(IpAddr::from([10, 9, 8, 8]), loopback),
         );
         config.timeout_secs = config.timeout_secs.min(6);
         config.read_timeout_secs = config.read_timeout_secs.min(2);

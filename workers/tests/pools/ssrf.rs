@@ -180,6 +180,44 @@ async fn private_networks_can_be_allowed_but_metadata_never() {
 }
 
 #[tokio::test]
+async fn a_trusted_host_reaches_its_private_address_and_nothing_else_does() {
+    let policy = Policy {
+        trusted_hosts: vec!["internal.test".to_owned()],
+        ..Policy::default()
+    };
+    let site = Site::start_with(policy, web::Config::default()).await;
+    let port = site.server.addr().port();
+    assert_eq!(
+        get_code(&site, &site.url_on("internal.test", "/article/1")).await,
+        Ok(200)
+    );
+    // Another private name, the loopback literal and metadata stay refused.
+    for url in [
+        site.url_on("internal-other.test", "/secret"),
+        format!("http://127.0.0.1:{port}/secret"),
+        site.url_on("metadata.test", "/secret"),
+    ] {
+        assert_eq!(
+            get_code(&site, &url).await,
+            Err(ErrorCode::BlockedDestination),
+            "{url}"
+        );
+    }
+    // A redirect from the trusted host to another private host is checked as that host.
+    let onwards = format!("/redirect?to=http://internal-other.test:{port}/secret&code=302");
+    assert_eq!(
+        get_code(&site, &site.url_on("internal.test", &onwards)).await,
+        Err(ErrorCode::BlockedDestination)
+    );
+    let to_loopback = format!("/redirect?to=http://127.0.0.1:{port}/secret&code=307");
+    assert_eq!(
+        get_code(&site, &site.url_on("internal.test", &to_loopback)).await,
+        Err(ErrorCode::BlockedDestination)
+    );
+    assert_eq!(site.server.hits("/secret"), 0);
+}
+
+#[tokio::test]
 async fn bad_input_is_refused_before_any_network_use() {
     let site = Site::start().await;
     for (input, code) in [

@@ -70,7 +70,7 @@ pub(super) async fn connect_checked(
                 })?;
                 // Defence in depth: the address was checked before connecting.
                 if !shared.dial_targets.contains(&peer.ip())
-                    && let Err(reason) = shared.policy.check_ip(peer.ip())
+                    && let Err(reason) = shared.policy.check_ip_for(&host_str, peer.ip())
                 {
                     return Err(blocked(peer.ip().to_string(), reason));
                 }

@@ -517,6 +517,7 @@ fn blocklist_wins_over_allowlist_and_private_network() {
         allow_hosts: vec!["intranet.corp".into()],
         block_hosts: vec!["*.corp".into()],
         internal_hosts: Vec::new(),
+        trusted_hosts: vec!["intranet.corp".into()],
     };
     assert_eq!(p.check_host("intranet.corp"), Err(BlockedHost));
 }
@@ -554,6 +555,7 @@ fn validate_reports_bad_entries() {
         allow_hosts: vec!["example.com".into(), "[::1]".into(), "10.0.0.1".into()],
         block_hosts: vec!["*.example.org".into(), "bad.net".into()],
         internal_hosts: vec!["db.internal".into(), "*.corp.internal".into()],
+        trusted_hosts: vec!["wiki.corp.example".into(), "10.0.0.5".into()],
     };
     assert_eq!(ok.validate(), Ok(()));
     for (allow, block, list, entry) in [
@@ -580,6 +582,7 @@ fn validate_reports_bad_entries() {
             allow_hosts: allow.into_iter().map(String::from).collect(),
             block_hosts: block.into_iter().map(String::from).collect(),
             internal_hosts: Vec::new(),
+            trusted_hosts: Vec::new(),
         };
         assert_eq!(
             p.validate(),
@@ -701,4 +704,57 @@ fn error_codes_and_messages() {
             reason: Metadata
         }
     );
+}
+
+#[test]
+fn trusted_hosts_open_their_private_addresses_only() {
+    let policy = Policy {
+        trusted_hosts: vec![
+            "Wiki.Corp.Example.".to_owned(),
+            "10.0.0.5".to_owned(),
+            "localhost".to_owned(),
+        ],
+        ..Policy::default()
+    };
+    policy.validate().expect("valid entries");
+    let private: IpAddr = "10.1.2.3".parse().expect("ip");
+    let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
+    let mapped: IpAddr = "::ffff:10.1.2.3".parse().expect("ip");
+    // The trusted name may resolve to private and loopback addresses (and IPv6 forms of them).
+    assert_eq!(policy.check_ip_for("wiki.corp.example", private), Ok(()));
+    assert_eq!(policy.check_ip_for("WIKI.corp.example.", loopback), Ok(()));
+    assert_eq!(policy.check_ip_for("wiki.corp.example", mapped), Ok(()));
+    // Never to cloud metadata, nor to the other blocked classes.
+    for blocked in ["169.254.169.254", "0.0.0.0", "224.0.0.1", "fd00:ec2::254"] {
+        let ip: IpAddr = blocked.parse().expect("ip");
+        assert!(
+            policy.check_ip_for("wiki.corp.example", ip).is_err(),
+            "{blocked}"
+        );
+    }
+    // Another host resolving to the same private address stays blocked (a redirect from the
+    // trusted host to it is checked as it).
+    assert_eq!(
+        policy.check_ip_for("other.corp.example", private),
+        Err(Private)
+    );
+    assert_eq!(policy.check_ip_for("corp.example", private), Err(Private));
+    assert_eq!(policy.check_ip(private), Err(Private));
+    // A trusted literal, and the trusted localhost name; not other literals.
+    assert_url_ok(&policy, "http://10.0.0.5:8080/x", "10.0.0.5");
+    assert_url_ok(&policy, "http://localhost/x", "localhost");
+    assert_url_blocked(&policy, "http://10.0.0.6/x", Private);
+    assert_url_blocked(&policy, "http://127.0.0.1/x", Loopback);
+    // Entries are exact hosts.
+    let wildcard = Policy {
+        trusted_hosts: vec!["*.corp.example".to_owned()],
+        ..Policy::default()
+    };
+    assert!(matches!(
+        wildcard.validate(),
+        Err(PolicyError::InvalidHostEntry {
+            list: "trusted_hosts",
+            ..
+        })
+    ));
 }
