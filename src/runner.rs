@@ -1007,6 +1007,11 @@ pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
         key.push_str(";render=");
         key.push_str(job.render.as_str());
     }
+    if !job.headers.is_empty() {
+        // Another token may see another page: the headers are part of the key (as a digest).
+        key.push_str(";headers=");
+        key.push_str(&job.headers.digest());
+    }
     if !job.shares_cache() {
         key.push_str(";tenant=");
         key.push_str(tenant.as_str());
@@ -1017,6 +1022,28 @@ pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_are_part_of_the_cache_key() {
+        let tenant = Tenant::default();
+        let plain = FetchJob::new("https://example.com/");
+        let with = |value: &str| FetchJob {
+            headers: [("X-Token", value)].into_iter().collect(),
+            ..plain.clone()
+        };
+        assert_ne!(
+            options_hash(&plain, &tenant),
+            options_hash(&with("a"), &tenant)
+        );
+        assert_ne!(
+            options_hash(&with("a"), &tenant),
+            options_hash(&with("b"), &tenant)
+        );
+        assert_eq!(
+            options_hash(&with("a"), &tenant),
+            options_hash(&with("a"), &tenant)
+        );
+    }
 
     #[test]
     fn backoff_doubles_and_is_capped() {

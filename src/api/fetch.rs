@@ -51,6 +51,14 @@ pub struct FetchRequest {
     /// its own (its address is checked like any destination's).
     #[serde(default)]
     pub proxy: Option<String>,
+    /// Headers sent with the request (a service token, routing metadata): secrets, shown by
+    /// name only when the job is read back; sent to the URL's origin only (Accept,
+    /// Accept-Language and User-Agent also after a redirect elsewhere). Names trawl sets
+    /// (Host, Content-Length, Cookie, …) are refused. A page fetched with headers is cached
+    /// for the caller alone.
+    #[serde(default)]
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub headers: trawl_workers::job::CustomHeaders,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -90,6 +98,7 @@ pub(super) async fn fetch(
         archive: request.archive,
         render: request.render,
         proxy: request.proxy,
+        headers: request.headers,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -54,6 +54,12 @@ pub struct Args {
     /// [config: ssrf.trusted_hosts]
     #[arg(long, value_name = "HOST")]
     pub trust_host: Vec<String>,
+    /// Send this request header with the page requests (repeatable): "Name: value", e.g. a
+    /// service token; sent to the URL's origin only (Accept, Accept-Language and User-Agent
+    /// also after a redirect elsewhere), never shown back. Pages fetched with headers are
+    /// cached apart. [config: http.headers, for every fetch]
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
 }
 
 pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -70,6 +76,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         max_chars: args.max_chars,
         cache_ttl: args.cache_ttl,
         render: args.render.into(),
+        headers: super::parse_headers(&args.header)?,
         ..FetchJob::new(args.url.clone())
     };
     if let Err(message) = job.validate() {

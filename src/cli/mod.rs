@@ -277,6 +277,20 @@ const BLOCKED_HINT: &str = "hint: blocked_destination: private, loopback and lin
      --block-host and --allow-host [config: ssrf.block_hosts, ssrf.allow_hosts] refuse hosts \
      by name; cloud metadata addresses are never fetched";
 
+/// `--header "Name: value"` flags as a job's headers (checked by the job's `validate`).
+fn parse_headers(given: &[String]) -> anyhow::Result<trawl_workers::job::CustomHeaders> {
+    given
+        .iter()
+        .map(|header| {
+            // The value may be a secret: messages name the header, never show the value.
+            let (name, value) = header.split_once(':').ok_or_else(|| {
+                anyhow::anyhow!("a --header has no ':': write it as \"Name: value\"")
+            })?;
+            Ok((name.trim().to_owned(), value.trim().to_owned()))
+        })
+        .collect()
+}
+
 /// Prints `value` as pretty JSON on standard output (`--json`).
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     outln!("{}", serde_json::to_string_pretty(value)?)?;

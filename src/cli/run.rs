@@ -66,6 +66,12 @@ pub struct Args {
     /// [config: ssrf.trusted_hosts]
     #[arg(long, value_name = "HOST")]
     pub trust_host: Vec<String>,
+    /// Send this request header with the page requests (repeatable): "Name: value", e.g. a
+    /// service token; sent to the URL's origin only (Accept, Accept-Language and User-Agent
+    /// also after a redirect elsewhere), never shown back. Pages fetched with headers are
+    /// cached apart. [config: http.headers, for every fetch]
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub header: Vec<String>,
     /// Send fetches through this proxy (repeatable: requests to one host stay on one proxy):
     /// http://, https://, socks5:// or socks5h:// URL, credentials allowed
     /// [config: proxy.urls].
@@ -124,6 +130,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         format: Format::from(args.format),
         archive: args.archive,
         render: args.render.into(),
+        headers: super::parse_headers(&args.header)?,
         ..FetchJob::new("")
     };
     template.validate().map_err(anyhow::Error::msg)?;

@@ -203,7 +203,9 @@ pub(super) fn all() -> Vec<Tool> {
                     "cache_ttl": {"type": "integer", "minimum": 0, "maximum": 315_360_000,
                         "description": "Seconds a stored copy may be served instead of fetching; 0 always fetches."},
                     "timeout_secs": {"type": "integer", "minimum": 1, "maximum": 3600,
-                        "description": "Seconds to wait for the fetch (capped by the server's api.sync_timeout_secs)."}
+                        "description": "Seconds to wait for the fetch (capped by the server's api.sync_timeout_secs)."},
+                    "headers": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 32,
+                        "description": "Request headers for this page (a service token, routing metadata): sent to the URL's origin only, never shown back. Names trawl sets (Host, Cookie, Content-Length, ...) are refused."}
                 },
                 "required": ["url"],
                 "additionalProperties": false
@@ -665,6 +667,8 @@ struct Fetch {
     cache_ttl: Option<u64>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    headers: trawl_workers::job::CustomHeaders,
 }
 
 async fn web_fetch(
@@ -683,6 +687,7 @@ async fn web_fetch(
             .render
             .unwrap_or(Render::Mode(trawl_workers::job::RenderMode::Auto)),
         proxy: None,
+        headers: request.headers,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -75,6 +75,10 @@ out["actions"] = {
     "scrapes": [scrape["html"] for scrape in acted.actions["scrapes"]],
 }
 
+# Request headers reach the page's origin (the fixture echoes what it received).
+echoed = client.scrape(f"{site}/echo-headers", formats=["markdown"], headers={"X-Trawl-Test": "fc-header-1"})
+out["headers"] = echoed.markdown
+
 # A crawl to completion, bounded by `limit`.
 job = client.crawl(f"{site}/article/1", limit=3, poll_interval=1, timeout=120)
 out["crawl"] = {

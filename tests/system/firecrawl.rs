@@ -291,6 +291,13 @@ async fn firecrawl_py_and_langchain_work_against_trawl_serve() {
                 || message.contains("browser step 1 (click)")),
         "{errors}"
     );
+    assert!(
+        out["headers"]
+            .as_str()
+            .is_some_and(|text| text.to_lowercase().contains("x-trawl-test: fc-header-1")),
+        "the scrape's headers reach the page: {}",
+        out["headers"]
+    );
     let acted = &out["actions"];
     assert!(
         acted["markdown"]

@@ -264,7 +264,10 @@ pub async fn run_guarded(
     let url = deps.client.parse_url(&job.url)?;
     let choice =
         web::proxy::Choice::from_option(job.proxy.as_deref()).map_err(web::client::Error::Proxy)?;
-    let response = deps.client.get_guarded(&url, None, &choice, guard).await?;
+    let response = deps
+        .client
+        .get_guarded(&url, None, &choice, guard, &job.headers)
+        .await?;
     let fetched_at = jiff::Timestamp::now().to_string();
     let label = response
         .content_type()

@@ -209,6 +209,12 @@ impl CrawlRequest {
         };
         let options = self.scrape_options.clone().unwrap_or_default();
         let planned = options.plan(&self.url)?;
+        if !planned.job.headers.is_empty() {
+            return Err(FcError::unsupported(
+                "scrapeOptions.headers is not supported on crawls: a crawl's pages are plain \
+                 fetches (scrape and batch scrape take headers)",
+            ));
+        }
         let globs = |patterns: &Option<Vec<String>>| -> Result<Vec<String>, FcError> {
             let mut globs = Vec::new();
             for pattern in patterns.iter().flatten() {

@@ -110,7 +110,10 @@ macro_rules! with_scrape_options {
             /// read.
             #[serde(default)]
             pub(crate) exclude_tags: Option<Vec<String>>,
-            /// Refused when not empty (request headers are browse-job credentials in trawl).
+            /// Request headers for the page (a service token, routing metadata): secrets, sent
+            /// to the URL's origin only (Accept, Accept-Language and User-Agent also after a
+            /// redirect elsewhere); names trawl sets (Host, Cookie, …) are refused. Not on
+            /// crawls.
             #[serde(default)]
             pub(crate) headers: Option<BTreeMap<String, String>>,
             /// Milliseconds to wait before reading the page: any value above 0 renders it in
@@ -363,6 +366,9 @@ impl ScrapeOptions {
         if self.timeout == Some(0) {
             return Err(FcError::bad_request("timeout must be positive"));
         }
+        self.custom_headers()
+            .check()
+            .map_err(|message| FcError::bad_request(format!("headers: {message}")))?;
         let mut actions = Vec::new();
         let mut roles = Vec::new();
         // waitFor: a wait before the actions, in steps a wait action allows.
@@ -399,7 +405,7 @@ impl ScrapeOptions {
             } else {
                 Profile::Desktop
             },
-            credentials: Default::default(),
+            credentials: self.browser_credentials(url),
             store: true,
             archive: false,
         };
@@ -411,6 +417,30 @@ impl ScrapeOptions {
             roles,
             wait: self.timeout.map(Duration::from_millis),
         }))
+    }
+
+    /// The request's `headers`.
+    fn custom_headers(&self) -> trawl_workers::job::CustomHeaders {
+        self.headers
+            .iter()
+            .flatten()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect()
+    }
+
+    /// The request's `headers` as a browse job's credentials: for the URL's origin only.
+    fn browser_credentials(&self, url: &str) -> trawl_workers::job::Credentials {
+        let headers = self.custom_headers();
+        match url::Url::parse(url) {
+            Ok(parsed) if !headers.is_empty() => trawl_workers::job::Credentials {
+                headers: vec![trawl_workers::job::OriginHeaders {
+                    origin: parsed.origin().ascii_serialization(),
+                    headers: headers.to_map(),
+                }],
+                ..Default::default()
+            },
+            _ => Default::default(),
+        }
     }
 
     /// Whether the scrape needs the browser: a screenshot, actions, or a mobile device.
@@ -461,7 +491,9 @@ impl ScrapeOptions {
             archive: false,
             render,
             proxy: None,
+            headers: self.custom_headers(),
         };
+        job.validate().map_err(FcError::bad_request)?;
         Ok(Planned {
             job,
             wanted,
@@ -551,16 +583,6 @@ impl ScrapeOptions {
             return refuse(
                 "onlyMainContent: false",
                 "pages are always reduced to their main content",
-            );
-        }
-        if self
-            .headers
-            .as_ref()
-            .is_some_and(|headers| !headers.is_empty())
-        {
-            return refuse(
-                "headers",
-                "request headers are credentials of trawl's browse jobs (POST /v1/jobs)",
             );
         }
         if self.wait_for.is_some_and(|ms| ms > 60_000) {

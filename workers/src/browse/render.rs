@@ -21,8 +21,22 @@ use crate::job::{ErrorCode, Extractor, FetchJob, Format, JobError, RenderedPage}
 pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<Fetched, JobError> {
     let started = Instant::now();
     let config = pool.config();
+    // A job's headers go to the URL's origin only, as a browse job's scoped credentials do.
+    let origin = url::Url::parse(&job.url)
+        .ok()
+        .map(|url| url.origin().ascii_serialization());
+    let credentials = match origin {
+        Some(origin) if !job.headers.is_empty() => Credentials {
+            headers: vec![crate::job::OriginHeaders {
+                origin,
+                headers: job.headers.to_map(),
+            }],
+            ..Credentials::default()
+        },
+        _ => Credentials::default(),
+    };
     let lease = pool
-        .lease(Profile::Desktop, &Credentials::default(), true)
+        .lease(Profile::Desktop, &credentials, true)
         .await
         .map_err(|error| error.to_job_error())?;
     tracing::trace!(url = %job.url, "render: leased");

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::headers::CustomHeaders;
 use super::proxy::Choice;
 
 /// What a fetch job returns as its main text.
@@ -66,6 +67,14 @@ pub struct FetchJob {
     /// destination's. Rendered pages go through the browser's egress, not a proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// Headers sent with the request (routing metadata, a service token), over the
+    /// configured `http.headers`: secrets, shown by name only when the job is read back. Sent
+    /// to the URL's origin (on a redirect to another origin only Accept, Accept-Language and
+    /// User-Agent go on); a rendered page sends them to the URL's origin only. Names trawl
+    /// sets (Host, Content-Length, Cookie, Connection, …) are refused. At most 32, 8 KiB.
+    #[serde(default, skip_serializing_if = "CustomHeaders::is_empty")]
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub headers: CustomHeaders,
 }
 
 /// Whether a page is rendered in the browser: `false`, `true` or `"auto"`.
@@ -130,7 +139,9 @@ impl FetchJob {
             ));
         }
         Choice::from_option(self.proxy.as_deref())?;
-        Ok(())
+        self.headers
+            .check()
+            .map_err(|message| format!("headers: {message}"))
     }
 
     /// Whether the page this job fetches may be served to anyone who asks for the same URL
@@ -139,7 +150,7 @@ impl FetchJob {
     /// the tenant that asked. A new option that carries a caller's identity (request headers,
     /// credentials, cookies, a render script) must make this false.
     pub fn shares_cache(&self) -> bool {
-        matches!(self.proxy.as_deref(), None | Some("direct"))
+        matches!(self.proxy.as_deref(), None | Some("direct")) && self.headers.is_empty()
     }
 
     /// Returns a fetch job for `url` with every option at its default.
@@ -152,6 +163,7 @@ impl FetchJob {
             archive: false,
             render: Render::default(),
             proxy: None,
+            headers: CustomHeaders::default(),
         }
     }
 }

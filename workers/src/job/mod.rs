@@ -9,6 +9,7 @@
 //! - `browse`: [`BrowseJob`], the device [`Profile`], and [`BrowseResult`].
 //! - `action`: the browser [`Action`]s a script or session runs and their [`ActionOutcome`].
 //! - `credentials`: the cookies, headers and localStorage a browse job carries.
+//! - `headers`: a fetch job's (and `http.headers`') [`CustomHeaders`], checked.
 //! - `crawl`: [`CrawlSpec`].
 //! - `scope`: a crawl's [`Scope`] and its include/exclude [`UrlFilter`].
 //! - `proxy`: the proxy a job asks for ([`Choice`], [`ProxyUrl`]).
@@ -23,6 +24,7 @@ mod crawl;
 mod credentials;
 mod error;
 mod fetch;
+pub mod headers;
 mod proxy;
 mod scope;
 mod search;
@@ -41,6 +43,7 @@ pub use error::{ErrorCode, JobError};
 pub use fetch::{
     Content, Extractor, FetchJob, FetchResult, Format, MAX_CACHE_TTL_SECS, Meta, Render, RenderMode,
 };
+pub use headers::CustomHeaders;
 pub use proxy::{Choice, ProxyUrl, SCHEMES, redact_option};
 pub use scope::{FilterError, MAX_GLOB_LEN, MAX_GLOBS, Scope, UrlFilter};
 pub use search::{
@@ -99,6 +102,17 @@ impl Job {
         {
             value["proxy"] = serde_json::Value::String(proxy::redact_option(proxy));
         }
+        if let Job::Fetch(job) = self
+            && !job.headers.is_empty()
+        {
+            // Values are secrets: the record shows the names.
+            value["headers"] = job
+                .headers
+                .names()
+                .map(|name| (name, serde_json::Value::from("[redacted]")))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
         if let Job::Browse(job) = self {
             // A `type` marked secret shows its text masked.
             let actions: Vec<Action> = job
@@ -134,6 +148,24 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fetchs_headers_are_shown_by_name_and_keep_its_page_apart() {
+        let job = FetchJob {
+            headers: [("X-Service-Token", "tok-123")].into_iter().collect(),
+            ..FetchJob::new("https://example.com/")
+        };
+        let shown = Job::Fetch(job.clone()).redacted_json().to_string();
+        assert!(
+            shown.contains("x-service-token") && !shown.contains("tok-123"),
+            "{shown}"
+        );
+        assert!(!format!("{job:?}").contains("tok-123"));
+        assert!(!job.shares_cache());
+        // The queue's envelope keeps the value: the worker needs it.
+        let queued = serde_json::to_string(&Job::Fetch(job)).expect("serialises");
+        assert!(queued.contains("tok-123"));
+    }
 
     #[test]
     fn job_json_form_is_tagged_by_kind() {

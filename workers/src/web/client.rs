@@ -37,6 +37,7 @@ use route::{Proxies, Route, build_http};
 use super::dns::Dns;
 use super::proxy::Choice;
 use super::ssrf::{Policy, UrlError};
+use crate::job::CustomHeaders;
 
 /// Largest response body [`Client::post`] reads (64 KiB): the answer to a POST is an
 /// acknowledgement, not content.
@@ -171,22 +172,32 @@ impl Client {
         max_bytes: Option<u64>,
         choice: &Choice,
     ) -> Result<Response, Error> {
-        self.get_guarded(url, max_bytes, choice, None).await
+        self.get_guarded(url, max_bytes, choice, None, &CustomHeaders::default())
+            .await
     }
 
     /// [`Client::get_with`] asking `guard`, when given, before each redirect is followed (a
     /// crawl checks the target against robots.txt): a refusal ends the fetch with
     /// [`Error::RedirectRefused`] and the target is never requested. The guard's time counts
-    /// against `http.timeout_secs`.
+    /// against `http.timeout_secs`. `headers` (a job's) go over the configured
+    /// `http.headers`; both are sent to the URL's origin, and only
+    /// [`SAFE_ACROSS_ORIGINS`](crate::job::headers::SAFE_ACROSS_ORIGINS) after a redirect to
+    /// another.
     pub async fn get_guarded(
         &self,
         url: &Url,
         max_bytes: Option<u64>,
         choice: &Choice,
         guard: Option<&RedirectGuard>,
+        headers: &CustomHeaders,
     ) -> Result<Response, Error> {
         let limit = max_bytes.unwrap_or(self.config.max_bytes);
-        self.within_total_timeout(self.get_inner(url, limit, choice, guard, &HeaderMap::new()))
+        let headers = if headers.is_empty() {
+            self.config.headers.header_map()
+        } else {
+            self.config.headers.merged(headers).header_map()
+        };
+        self.within_total_timeout(self.get_inner(url, limit, choice, guard, &headers))
             .await
     }
 

@@ -99,6 +99,54 @@ async fn requests_look_like_a_browser() {
 }
 
 #[tokio::test]
+async fn custom_headers_reach_the_origin_and_only_identity_ones_cross_to_another() {
+    let site = Site::start().await;
+    let port = site.server.addr().port();
+    let headers: trawl_workers::job::CustomHeaders = [
+        ("X-Service-Token", "tok-123"),
+        ("User-Agent", "trawl-test/1"),
+    ]
+    .into_iter()
+    .collect();
+    let echoed = |path: String| {
+        let job = FetchJob {
+            headers: headers.clone(),
+            ..FetchJob::new(site.url(&path))
+        };
+        let deps = deps(&site);
+        async move {
+            fetch::run(&job, &deps)
+                .await
+                .expect("echoed")
+                .text
+                .to_lowercase()
+        }
+    };
+    let direct = echoed("/echo-headers".to_owned()).await;
+    assert!(direct.contains("x-service-token: tok-123"), "{direct}");
+    assert!(direct.contains("user-agent: trawl-test/1"), "{direct}");
+    // The same origin after a redirect still gets them.
+    let same = echoed("/redirect?to=/echo-headers&code=302".to_owned()).await;
+    assert!(same.contains("x-service-token: tok-123"), "{same}");
+    // Another origin gets the identity headers only.
+    let other = echoed(format!(
+        "/redirect?to=http://other.test:{port}/echo-headers&code=302"
+    ))
+    .await;
+    assert!(!other.contains("x-service-token"), "{other}");
+    assert!(other.contains("user-agent: trawl-test/1"), "{other}");
+    // Names trawl sets are refused before anything is sent.
+    for name in ["Host", "Cookie", "Content-Length", "Transfer-Encoding"] {
+        let job = FetchJob {
+            headers: [(name, "x")].into_iter().collect(),
+            ..FetchJob::new(site.url("/echo-headers"))
+        };
+        let error = job.validate().expect_err(name);
+        assert!(error.contains(&name.to_ascii_lowercase()), "{error}");
+    }
+}
+
+#[tokio::test]
 async fn decompression_bombs_stop_at_the_decoded_byte_limit() {
     let site = Site::start().await;
     for path in [

@@ -30,6 +30,13 @@ pub struct Config {
     /// Accept a user name or password in a URL (`https://user:pass@host/`), which is then sent
     /// as Basic auth; refused (`invalid_url`) by default.
     pub allow_url_credentials: bool,
+    /// Headers sent with every page request (fetches, robots.txt, sitemaps; never to search
+    /// or fallback providers, webhooks or the browser), under a job's own `headers`: routing
+    /// metadata, a service token. Values are secrets (`trawl config` shows names only); the
+    /// names trawl sets are refused, and a redirect to another origin keeps only Accept,
+    /// Accept-Language and User-Agent.
+    #[serde(serialize_with = "crate::job::headers::serialize_redacted")]
+    pub headers: crate::job::CustomHeaders,
 }
 
 impl Default for Config {
@@ -46,6 +53,7 @@ impl Default for Config {
             max_redirects: 3,
             max_headers: 256,
             allow_url_credentials: false,
+            headers: Default::default(),
         }
     }
 }
@@ -56,6 +64,9 @@ pub const MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=50_000_000;
 impl Config {
     /// Checks the values against their fixed bounds.
     pub fn validate(&self) -> Result<(), String> {
+        self.headers
+            .check()
+            .map_err(|message| format!("http.headers: {message}"))?;
         if !MAX_BYTES_RANGE.contains(&self.max_bytes) {
             return Err(format!(
                 "http.max_bytes = {} is outside {}..={}",

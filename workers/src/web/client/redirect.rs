@@ -51,9 +51,14 @@ impl Client {
             hops.push(current.clone());
             self.check_name_for_proxy(&current, &route).await?;
             let mut request = route.http.get(current.clone());
-            // The caller's headers go to the first URL's origin only.
-            if !headers.is_empty() && current.origin() == url.origin() {
-                request = request.headers(headers.clone());
+            // The caller's headers go to the first URL's origin; to another, only those that
+            // identify the client (Accept, Accept-Language, User-Agent).
+            if !headers.is_empty() {
+                if current.origin() == url.origin() {
+                    request = request.headers(headers.clone());
+                } else {
+                    request = request.headers(crate::job::headers::across_origins(headers));
+                }
             }
             let response = self.send_checked(request, &current, &route).await?;
             let status = response.status().as_u16();
