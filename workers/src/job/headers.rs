@@ -3,7 +3,7 @@
 //! the job records show names only. Names the protocol or trawl owns (Host, framing,
 //! Content-Length, Connection, Cookie, Accept-Encoding, proxy authentication, …) are refused
 //! by [`CustomHeaders::check`] and dropped whatever happens; on a redirect to another origin
-//! only [`SAFE_ACROSS_ORIGINS`] is kept ([`CustomHeaders::across_origins`]).
+//! only [`SAFE_ACROSS_ORIGINS`] is kept ([`across_origins`]).
 //!
 //! Part of the contract (a fetch job carries them, `http.headers` configures them); the
 //! client sends them (`web::Client::get_guarded`). Not here: the browser's origin-scoped

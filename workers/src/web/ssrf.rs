@@ -270,6 +270,10 @@ pub struct Policy {
     /// every other class stay blocked, every other private destination stays blocked, and a
     /// redirect from a trusted host is checked as the host it leads to.
     pub trusted_hosts: Vec<String>,
+    /// Accept answers in 198.18.0.0/15, the range fake-IP DNS of Clash- or Surge-style proxy
+    /// stacks hands out (the proxy connects to the real host by name). Off by default: the
+    /// range is otherwise reserved for benchmarking and refused.
+    pub allow_fake_ip: bool,
 }
 
 /// The longest URL [`Policy::parse_url`] accepts, in bytes (8 KiB): longer ones are refused
@@ -530,6 +534,9 @@ impl Policy {
     /// unspecified, multicast, broadcast, reserved and documentation
     /// addresses.
     pub fn check_ip(&self, ip: IpAddr) -> Result<(), BlockReason> {
+        if self.allow_fake_ip && is_fake_ip(ip) {
+            return Ok(());
+        }
         if self.allow_private_network {
             self.check_trusted_ip(ip)
         } else {
@@ -564,6 +571,9 @@ impl Policy {
     /// An address checked with the private-network classes lifted (cloud metadata and the
     /// rest still blocked).
     fn check_trusted_ip(&self, ip: IpAddr) -> Result<(), BlockReason> {
+        if self.allow_fake_ip && is_fake_ip(ip) {
+            return Ok(());
+        }
         let Some(reason) = classify(ip) else {
             return Ok(());
         };
@@ -615,6 +625,18 @@ impl Policy {
         }
         Ok(())
     }
+}
+
+/// Whether `ip` is in 198.18.0.0/15 (also IPv4-mapped): fake-IP DNS answers.
+fn is_fake_ip(ip: IpAddr) -> bool {
+    let v4 = match ip {
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4,
+            None => return false,
+        },
+    };
+    matches!(v4.octets(), [198, 18..=19, ..])
 }
 
 /// The classification without policy: `None` when globally routable.

@@ -518,6 +518,7 @@ fn blocklist_wins_over_allowlist_and_private_network() {
         block_hosts: vec!["*.corp".into()],
         internal_hosts: Vec::new(),
         trusted_hosts: vec!["intranet.corp".into()],
+        allow_fake_ip: false,
     };
     assert_eq!(p.check_host("intranet.corp"), Err(BlockedHost));
 }
@@ -556,6 +557,7 @@ fn validate_reports_bad_entries() {
         block_hosts: vec!["*.example.org".into(), "bad.net".into()],
         internal_hosts: vec!["db.internal".into(), "*.corp.internal".into()],
         trusted_hosts: vec!["wiki.corp.example".into(), "10.0.0.5".into()],
+        allow_fake_ip: false,
     };
     assert_eq!(ok.validate(), Ok(()));
     for (allow, block, list, entry) in [
@@ -583,6 +585,7 @@ fn validate_reports_bad_entries() {
             block_hosts: block.into_iter().map(String::from).collect(),
             internal_hosts: Vec::new(),
             trusted_hosts: Vec::new(),
+            allow_fake_ip: false,
         };
         assert_eq!(
             p.validate(),
@@ -757,4 +760,24 @@ fn trusted_hosts_open_their_private_addresses_only() {
             ..
         })
     ));
+}
+
+#[test]
+fn fake_ip_answers_pass_only_when_allowed() {
+    let fake: IpAddr = "198.18.0.7".parse().expect("ip");
+    let mapped: IpAddr = "::ffff:198.19.255.1".parse().expect("ip");
+    assert_eq!(default_policy().check_ip(fake), Err(Reserved));
+    assert!(private_policy().check_ip(fake).is_err());
+    let policy = Policy {
+        allow_fake_ip: true,
+        ..Policy::default()
+    };
+    assert_eq!(policy.check_ip(fake), Ok(()));
+    assert_eq!(policy.check_ip(mapped), Ok(()));
+    assert_eq!(policy.check_ip_for("any.example", fake), Ok(()));
+    // Nothing else opens with it.
+    for other in ["192.0.2.1", "10.0.0.1", "127.0.0.1", "169.254.169.254"] {
+        let ip: IpAddr = other.parse().expect("ip");
+        assert!(policy.check_ip(ip).is_err(), "{other}");
+    }
 }
