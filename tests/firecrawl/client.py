@@ -75,6 +75,10 @@ out["actions"] = {
     "scrapes": [scrape["html"] for scrape in acted.actions["scrapes"]],
 }
 
+# onlyMainContent: false: the whole page, the sidebar and navigation included.
+whole = client.scrape(f"{site}/article/1", formats=["markdown"], only_main_content=False)
+out["whole_page"] = whole.markdown
+
 # Request headers reach the page's origin (the fixture echoes what it received).
 echoed = client.scrape(f"{site}/echo-headers", formats=["markdown"], headers={"X-Trawl-Test": "fc-header-1"})
 out["headers"] = echoed.markdown

@@ -723,7 +723,8 @@ async fn config_prints_every_key_the_readme_lists() {
                 format!("{prefix}.{key}")
             };
             match value {
-                toml::Value::Table(section) => leaves(&name, section, keys),
+                // An empty table is a map-valued key (`http.headers`), not a section.
+                toml::Value::Table(section) if !section.is_empty() => leaves(&name, section, keys),
                 _ => {
                     keys.insert(name);
                 }

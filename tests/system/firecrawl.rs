@@ -141,6 +141,17 @@ async fn firecrawl_py_and_langchain_work_against_trawl_serve() {
         "{scrape}"
     );
 
+    // onlyMainContent: false keeps what the main content leaves out (the sidebar).
+    let main = scrape["markdown"].as_str().unwrap_or_default();
+    let whole = out["whole_page"].as_str().unwrap_or_default();
+    assert!(
+        !main.contains("Advertisement") && whole.contains("Advertisement"),
+        "the whole page has the sidebar's ad, the main content not: {whole}"
+    );
+    assert!(
+        whole.contains("collect()") && whole.len() > main.len(),
+        "{whole}"
+    );
     let v1 = &out["v1_scrape"];
     assert!(prose(&v1["markdown"]), "{v1}");
     assert!(

@@ -3,7 +3,8 @@
 //! body, decoded), `links`, and `metadata` (title, description, language, `sourceURL`,
 //! `statusCode`, … and neutral `creditsUsed`). With `includeTags`/`excludeTags`, markdown
 //! and html are extracted again from the stored body reduced to the selected elements
-//! (`trawl_workers::web::select`); rawHtml and links stay the whole page's. A scrape run in
+//! (`trawl_workers::web::select`); rawHtml and links stay the whole page's. With
+//! `onlyMainContent: false` they are the whole page's body (`extract::extract_whole_page`). A scrape run in
 //! the browser adds `screenshot` and `actions` (screenshots as PNG data URLs, scrapes as
 //! HTML) from its steps.
 //!
@@ -187,7 +188,8 @@ pub(crate) async fn build(
             info.content_type
         ));
     }
-    let selecting = selecting && is_html;
+    // onlyMainContent: false reads the whole page again, like a selection does.
+    let selecting = (selecting || (wanted.whole_page && wanted.markdown)) && is_html;
     let decoded = if textual && (wanted.html || wanted.raw_html || selecting) {
         let raw = match store.page_raw_hash(&page.id).await? {
             Some(hash) => store.blob(&hash).await?.unwrap_or_default(),
@@ -295,7 +297,7 @@ async fn reextract(
     tokio::task::spawn_blocking(move || {
         use trawl_workers::web::{extract, select};
         let mut warning = None;
-        let source = if selecting {
+        let source = if selecting && wanted.selects() {
             let selected = select::apply(&source, &wanted.include_tags, &wanted.exclude_tags)
                 .map_err(|error| format!("includeTags/excludeTags: {error}"))?;
             if !wanted.include_tags.is_empty() && selected.kept == 0 {
@@ -306,9 +308,12 @@ async fn reextract(
             source
         };
         let read = |format: Format| {
-            extract::extract_html(&source, &final_url, format)
-                .map(|extracted| extracted.text)
-                .map_err(|error| format!("{}: {error}", format.as_str()))
+            let text = if wanted.whole_page {
+                extract::extract_whole_page(&source, format)
+            } else {
+                extract::extract_html(&source, &final_url, format).map(|extracted| extracted.text)
+            };
+            text.map_err(|error| format!("{}: {error}", format.as_str()))
         };
         Ok(Reread {
             html: wanted.html.then(|| read(Format::Html)).transpose()?,

@@ -57,6 +57,9 @@ pub(crate) struct Wanted {
     /// CSS selectors of the elements left out of markdown and html (`excludeTags`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) exclude_tags: Vec<String>,
+    /// The whole page, not its main content (`onlyMainContent: false`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) whole_page: bool,
     /// A PNG of the page the browser ended on (`screenshot`: `Some(full_page)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) screenshot: Option<bool>,
@@ -97,8 +100,9 @@ macro_rules! with_scrape_options {
             /// (`json`, `summary`, `changeTracking`, `images`, `branding`, …) are refused.
             #[serde(default)]
             pub(crate) formats: Option<Vec<FormatEntry>>,
-            /// Only the main content (Readability); `true` is all trawl does, `false` is
-            /// refused.
+            /// Only the main content (Readability, the default); `false`: markdown and html of
+            /// the whole page (navigation, header and footer included; scripts and styles
+            /// left out), read again from the stored body.
             #[serde(default)]
             pub(crate) only_main_content: Option<bool>,
             /// CSS selectors (tag names, `.class`, `#id`, any selector; at most 64): markdown
@@ -560,6 +564,7 @@ impl ScrapeOptions {
         if formats.is_empty() {
             wanted.markdown = true;
         }
+        wanted.whole_page = self.only_main_content == Some(false);
         for (option, given, selectors) in [
             ("includeTags", &self.include_tags, &mut wanted.include_tags),
             ("excludeTags", &self.exclude_tags, &mut wanted.exclude_tags),
@@ -579,12 +584,6 @@ impl ScrapeOptions {
                 "{option} is not supported by trawl: {why}"
             )))
         };
-        if self.only_main_content == Some(false) {
-            return refuse(
-                "onlyMainContent: false",
-                "pages are always reduced to their main content",
-            );
-        }
         if self.wait_for.is_some_and(|ms| ms > 60_000) {
             return Err(FcError::bad_request("waitFor is above 60000 ms"));
         }
@@ -982,10 +981,6 @@ mod tests {
             (
                 serde_json::json!({"location": {"country": "DE"}}),
                 "location",
-            ),
-            (
-                serde_json::json!({"onlyMainContent": false}),
-                "onlyMainContent",
             ),
             (serde_json::json!({"proxy": "stealth"}), "stealth"),
             (

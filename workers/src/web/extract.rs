@@ -138,15 +138,39 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     })
 }
 
+/// The whole page's body as `format` (markdown, text or HTML): everything a reader sees,
+/// navigation, headers and footers included, without scripts, styles, SVG, frames and
+/// templates. What Firecrawl's `onlyMainContent: false` asks for; guarded by the same
+/// parsing budget as [`extract_html`].
+pub fn extract_whole_page(html: &str, format: Format) -> Result<String, Error> {
+    budget::check(html)?;
+    let (_, text) = convert_body(
+        html,
+        format,
+        "script, style, noscript, template, svg, iframe",
+    );
+    Ok(match format {
+        Format::Html => text.trim().to_owned(),
+        Format::Markdown | Format::Text => normalize_text(&text),
+    })
+}
+
 /// Converts the whole body (minus scripts, styles, navigation chrome) when Readability finds
 /// no article. Parses again: Readability consumed the first document.
 fn convert_whole_body(html: &str, format: Format) -> (Option<String>, String) {
+    convert_body(
+        html,
+        format,
+        "script, style, noscript, template, svg, iframe, nav, form, button",
+    )
+}
+
+/// The page's title and its body as `format`, the elements matching `remove` left out.
+fn convert_body(html: &str, format: Format, remove: &str) -> (Option<String>, String) {
     let document = Document::from(html);
     flatten_deep_nesting(&document, MAX_DEPTH);
     let title = Some(document.select("title").text().trim().to_owned()).filter(|t| !t.is_empty());
-    document
-        .select("script, style, noscript, template, svg, iframe, nav, form, button")
-        .remove();
+    document.select(remove).remove();
     let body = document.select("body");
     let text = match (format, body.nodes().first()) {
         (_, None) => String::new(),
