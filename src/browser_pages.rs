@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use trawl_workers::browse::render::{Judge, extract_rendered};
 use trawl_workers::fetch::{self, Fetched};
-use trawl_workers::job::{Format, JobError, RenderedPage};
+use trawl_workers::job::{ActionError, ActionOutcome, Format, JobError, RenderedPage};
 use trawl_workers::web::normalize::normalize_url;
 
 use crate::store::{self, NewJob, NewPage, Store};
@@ -82,6 +82,39 @@ impl PageRow {
             tenant,
         }
     }
+}
+
+/// Stores the page an `archive` action took (`step.taken`; nothing to do without one) with
+/// [`store_taken`]: its id goes in `step.page_id`, or the step fails with the extraction's
+/// code. A browse job's steps and a session's share it.
+pub async fn archive_step(
+    fetch: &fetch::Deps,
+    store: &Store,
+    tenant: &Tenant,
+    taken_from: serde_json::Value,
+    step: &mut ActionOutcome,
+) -> Result<(), store::Error> {
+    let Some(taken) = step.taken.take() else {
+        return Ok(());
+    };
+    match store_taken(fetch, store, tenant, taken_from, taken).await? {
+        Ok(page_id) => step.page_id = Some(page_id),
+        Err(error) => fail_step(
+            step,
+            error.code.as_str(),
+            format!("the page was not stored: {}", error.message),
+        ),
+    }
+    Ok(())
+}
+
+/// Marks an action failed with `code` and `message`.
+pub fn fail_step(step: &mut ActionOutcome, code: &str, message: String) {
+    step.ok = false;
+    step.error = Some(ActionError {
+        code: code.to_owned(),
+        message,
+    });
 }
 
 /// Stores a page an `archive` action took and queues it for the archive: a job of

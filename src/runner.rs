@@ -637,29 +637,13 @@ async fn run_browse(
     // The pages `archive` actions took, each stored under a job of its own (an action whose
     // page cannot be extracted is failed afterwards, with the extraction's code).
     for (number, step) in result.steps.iter_mut().enumerate() {
-        let Some(taken) = step.taken.take() else {
+        if step.taken.is_none() {
             continue;
-        };
-        let from = serde_json::json!({"job": envelope.id, "step": number + 1});
-        match crate::browser_pages::store_taken(
-            &deps.fetch,
-            &deps.store,
-            &envelope.tenant,
-            from,
-            taken,
-        )
-        .await?
-        {
-            Ok(page_id) => step.page_id = Some(page_id),
-            Err(error) => {
-                step.ok = false;
-                step.error = Some(trawl_workers::job::ActionError {
-                    code: error.code.as_str().to_owned(),
-                    message: format!("the page was not stored: {}", error.message),
-                });
-                result.completed = false;
-            }
         }
+        let from = serde_json::json!({"job": envelope.id, "step": number + 1});
+        crate::browser_pages::archive_step(&deps.fetch, &deps.store, &envelope.tenant, from, step)
+            .await?;
+        result.completed &= step.ok;
     }
     let fetched = match result.page.take() {
         Some(page) => {

@@ -371,18 +371,12 @@ impl Sessions {
         seq: u64,
         outcome: &mut ActionOutcome,
     ) -> Result<(), Error> {
-        let Some(taken) = outcome.taken.take() else {
+        if outcome.taken.is_none() {
             return Ok(());
-        };
-        let failed = |outcome: &mut ActionOutcome, code: &str, message: String| {
-            outcome.ok = false;
-            outcome.error = Some(trawl_workers::job::ActionError {
-                code: code.to_owned(),
-                message,
-            });
-        };
+        }
         let Some(fetch) = self.extraction.get() else {
-            failed(
+            outcome.taken = None;
+            crate::browser_pages::fail_step(
                 outcome,
                 "browser_failed",
                 "this process stores no pages from sessions".to_owned(),
@@ -392,14 +386,7 @@ impl Sessions {
         let tenant = crate::tenant::Tenant::new(&session.owner)
             .unwrap_or_else(|_| crate::tenant::Tenant::default());
         let from = serde_json::json!({"session": session.id, "step": seq});
-        match crate::browser_pages::store_taken(fetch, &self.store, &tenant, from, taken).await? {
-            Ok(page_id) => outcome.page_id = Some(page_id),
-            Err(error) => failed(
-                outcome,
-                error.code.as_str(),
-                format!("the page was not stored: {}", error.message),
-            ),
-        }
+        crate::browser_pages::archive_step(fetch, &self.store, &tenant, from, outcome).await?;
         Ok(())
     }
 

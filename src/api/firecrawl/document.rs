@@ -181,16 +181,16 @@ pub(crate) async fn build(
         || info.content_type.starts_with("text/")
         || info.content_type.ends_with("json")
         || info.content_type.ends_with("xml");
-    let selecting = wanted.selects() && (wanted.markdown || wanted.html);
-    if selecting && !is_html {
+    if wanted.selects() && (wanted.markdown || wanted.html) && !is_html {
         warnings.push(format!(
             "includeTags/excludeTags: the page is {}, not HTML; not applied",
             info.content_type
         ));
     }
-    // onlyMainContent: false reads the whole page again, like a selection does.
-    let selecting = (selecting || (wanted.whole_page && wanted.markdown)) && is_html;
-    let decoded = if textual && (wanted.html || wanted.raw_html || selecting) {
+    // Markdown is read again from the stored body when elements are selected or the whole
+    // page is asked for (onlyMainContent: false); otherwise it is the stored text.
+    let reread_markdown = wanted.markdown && is_html && (wanted.selects() || wanted.whole_page);
+    let decoded = if textual && (wanted.html || wanted.raw_html || reread_markdown) {
         let raw = match store.page_raw_hash(&page.id).await? {
             Some(hash) => store.blob(&hash).await?.unwrap_or_default(),
             None => Vec::new(),
@@ -205,16 +205,8 @@ pub(crate) async fn build(
     let mut markdown = None;
     let mut html = None;
     if let Some(source) = decoded.as_ref().filter(|_| is_html) {
-        let extract_markdown = selecting && wanted.markdown;
-        if wanted.html || extract_markdown {
-            let reread = reextract(
-                source.clone(),
-                info,
-                wanted.clone(),
-                extract_markdown,
-                selecting,
-            )
-            .await?;
+        if wanted.html || reread_markdown {
+            let reread = reextract(source.clone(), info, wanted.clone(), reread_markdown).await?;
             match reread {
                 Ok(reread) => {
                     html = reread.html;
@@ -230,7 +222,7 @@ pub(crate) async fn build(
             info.content_type
         ));
     }
-    if wanted.markdown && markdown.is_none() && !selecting {
+    if wanted.markdown && markdown.is_none() && !reread_markdown {
         markdown = Some(store.page_text(page).await?);
     }
     let raw_html = if wanted.raw_html {
@@ -282,14 +274,14 @@ struct Reread {
 }
 
 /// Extracts html (when `wanted.html`) and markdown (when `markdown`) from `source`, reduced
-/// to `wanted`'s selected elements first when `selecting`, on a blocking thread. `Err` of the
-/// inner result is a warning for the document (a page over the parsing budget, say).
+/// to `wanted`'s selected elements first, as the main content or (`whole_page`) the whole
+/// page, on a blocking thread. `Err` of the inner result is a warning for the document (a
+/// page over the parsing budget, say).
 async fn reextract(
     source: String,
     info: &trawl_workers::fetch::PageInfo,
     wanted: Wanted,
     markdown: bool,
-    selecting: bool,
 ) -> Result<Result<Reread, String>, FcError> {
     let final_url = url::Url::parse(&info.final_url)
         .or_else(|_| url::Url::parse(&info.url))
@@ -297,7 +289,7 @@ async fn reextract(
     tokio::task::spawn_blocking(move || {
         use trawl_workers::web::{extract, select};
         let mut warning = None;
-        let source = if selecting && wanted.selects() {
+        let source = if wanted.selects() {
             let selected = select::apply(&source, &wanted.include_tags, &wanted.exclude_tags)
                 .map_err(|error| format!("includeTags/excludeTags: {error}"))?;
             if !wanted.include_tags.is_empty() && selected.kept == 0 {

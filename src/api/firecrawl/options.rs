@@ -362,13 +362,10 @@ impl ScrapeOptions {
     /// Plans a scrape of `url`: a fetch job, or a browse job when the request needs the
     /// browser (a screenshot, actions, `mobile: true`).
     pub(crate) fn plan_scrape(&self, url: &str) -> Result<ScrapePlan, FcError> {
+        self.refuse_unsupported()?;
         let wanted = self.wanted()?;
         if !self.needs_browser(&wanted) {
-            return self.plan(url).map(ScrapePlan::Fetch);
-        }
-        self.refuse_unsupported()?;
-        if self.timeout == Some(0) {
-            return Err(FcError::bad_request("timeout must be positive"));
+            return self.plan_fetch(url, wanted).map(ScrapePlan::Fetch);
         }
         self.custom_headers()
             .check()
@@ -409,7 +406,10 @@ impl ScrapeOptions {
             } else {
                 Profile::Desktop
             },
-            credentials: self.browser_credentials(url),
+            credentials: trawl_workers::job::Credentials::headers_for_origin_of(
+                url,
+                &self.custom_headers(),
+            ),
             store: true,
             archive: false,
         };
@@ -430,21 +430,6 @@ impl ScrapeOptions {
             .flatten()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect()
-    }
-
-    /// The request's `headers` as a browse job's credentials: for the URL's origin only.
-    fn browser_credentials(&self, url: &str) -> trawl_workers::job::Credentials {
-        let headers = self.custom_headers();
-        match url::Url::parse(url) {
-            Ok(parsed) if !headers.is_empty() => trawl_workers::job::Credentials {
-                headers: vec![trawl_workers::job::OriginHeaders {
-                    origin: parsed.origin().ascii_serialization(),
-                    headers: headers.to_map(),
-                }],
-                ..Default::default()
-            },
-            _ => Default::default(),
-        }
     }
 
     /// Whether the scrape needs the browser: a screenshot, actions, or a mobile device.
@@ -468,6 +453,11 @@ impl ScrapeOptions {
                  supported on /v1/scrape and /v2/scrape, not on batch scrapes, crawls or searches",
             ));
         }
+        self.plan_fetch(url, wanted)
+    }
+
+    /// The fetch job of `url` with the document's parts `wanted` (the options checked).
+    fn plan_fetch(&self, url: &str, wanted: Wanted) -> Result<Planned, FcError> {
         let cache_ttl = match (self.store_in_cache, self.max_age) {
             (Some(false), _) => Some(0),
             (_, Some(max_age)) => Some(max_age / 1_000),
@@ -484,9 +474,6 @@ impl ScrapeOptions {
         } else {
             Render::default()
         };
-        if self.timeout == Some(0) {
-            return Err(FcError::bad_request("timeout must be positive"));
-        }
         let job = FetchJob {
             url: url.to_owned(),
             format: Format::Markdown,
@@ -589,6 +576,9 @@ impl ScrapeOptions {
         }
         if self.timeout.is_some_and(|ms| ms > 3_600_000) {
             return Err(FcError::bad_request("timeout is above 3600000 ms"));
+        }
+        if self.timeout == Some(0) {
+            return Err(FcError::bad_request("timeout must be positive"));
         }
         if self.skip_tls_verification == Some(true) {
             return refuse("skipTlsVerification: true", "TLS is always verified");

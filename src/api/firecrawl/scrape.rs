@@ -169,12 +169,7 @@ pub(super) async fn scrape_planned(
                 let id = waiter.job_id().to_owned();
                 ended_result(waiter.wait(&state.context.store, wait).await?, &id, wait)?
             }
-            Err(StartError::Refused(error)) => {
-                crate::api::count_refusal(state, &error);
-                return Err(ApiError::from_job_error(error, None).into());
-            }
-            Err(StartError::Store(error)) => return Err(error.into()),
-            Err(StartError::Queue(error)) => return Err(ApiError::internal(&error).into()),
+            Err(error) => return Err(start_error(state, error)),
         };
     let cached = result["cached"].as_bool().unwrap_or(false);
     page_document(state, result["page_id"].as_str(), &planned.wanted, cached).await
@@ -193,39 +188,29 @@ async fn scrape_in_browser(
         .unwrap_or(Duration::MAX)
         .min(Duration::from_secs(state.config.sync_timeout_secs));
     // The guard's verdict on the URL before a job is recorded, as for a fetch.
-    if let Err(error) =
-        trawl_workers::fetch::check_url(&state.context.fetch.client, &planned.job.url)
-    {
-        crate::api::count_refusal(state, &error);
-        return Err(ApiError::from_job_error(error, None).into());
-    }
+    trawl_workers::fetch::check_url(&state.context.fetch.client, &planned.job.url)
+        .map_err(|error| start_error(state, StartError::Refused(error)))?;
     let job = Job::Browse(planned.job);
-    let mut waiter = match fetch_now::submit(&state.context, &state.queue, job, &scope.tenant).await
-    {
-        Ok(waiter) => waiter,
-        Err(StartError::Refused(error)) => {
-            return Err(ApiError::from_job_error(error, None).into());
-        }
-        Err(StartError::Store(error)) => return Err(error.into()),
-        Err(StartError::Queue(error)) => return Err(ApiError::internal(&error).into()),
-    };
+    let mut waiter = fetch_now::submit(&state.context, &state.queue, job, &scope.tenant)
+        .await
+        .map_err(|error| start_error(state, error))?;
     let id = waiter.job_id().to_owned();
     let result = ended_result(waiter.wait(&state.context.store, wait).await?, &id, wait)?;
     let result: BrowseResult = serde_json::from_value(result)
         .map_err(|error| FcError::from(ApiError::internal(&error)))?;
     if !result.completed {
-        let (number, error) = result
+        let (number, step, error) = result
             .steps
             .iter()
             .enumerate()
-            .find_map(|(number, step)| step.error.as_ref().map(|error| (number, error)))
+            .find_map(|(number, step)| step.error.as_ref().map(|error| (number, step, error)))
             .ok_or_else(|| {
                 FcError::from(ApiError::internal(&"an incomplete script without an error"))
             })?;
         let message = format!(
             "browser step {} ({}): {}",
             number + 1,
-            result.steps[number].action,
+            step.action,
             error.message
         );
         return Err(ApiError::from_job_error(
@@ -247,6 +232,18 @@ async fn scrape_in_browser(
     let mut document = page_document(state, Some(page_id), &planned.wanted, false).await?;
     document.add_steps(&result.steps, &planned.roles);
     Ok(document)
+}
+
+/// Why a scrape's job could not start, as the scrape's error (a refused URL is counted).
+fn start_error(state: &AppState, error: StartError) -> FcError {
+    match error {
+        StartError::Refused(error) => {
+            crate::api::count_refusal(state, &error);
+            ApiError::from_job_error(error, None).into()
+        }
+        StartError::Store(error) => error.into(),
+        StartError::Queue(error) => ApiError::internal(&error).into(),
+    }
 }
 
 /// The result of a job a scrape waited for, or the scrape's error (failed, cancelled, not

@@ -22,19 +22,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
     let started = Instant::now();
     let config = pool.config();
     // A job's headers go to the URL's origin only, as a browse job's scoped credentials do.
-    let origin = url::Url::parse(&job.url)
-        .ok()
-        .map(|url| url.origin().ascii_serialization());
-    let credentials = match origin {
-        Some(origin) if !job.headers.is_empty() => Credentials {
-            headers: vec![crate::job::OriginHeaders {
-                origin,
-                headers: job.headers.to_map(),
-            }],
-            ..Credentials::default()
-        },
-        _ => Credentials::default(),
-    };
+    let credentials = Credentials::headers_for_origin_of(&job.url, &job.headers);
     let lease = pool
         .lease(Profile::Desktop, &credentials, true)
         .await

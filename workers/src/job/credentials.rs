@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::headers::CustomHeaders;
+
 /// Credentials a job or session browses with: cookies, extra request headers and
 /// localStorage entries. Secrets: never logged (`Debug` shows only counts), never exported.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -45,6 +47,21 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
+    /// A fetch's custom headers as a browser context's credentials: sent to `url`'s origin
+    /// only (nothing when `headers` is empty or `url` does not parse).
+    pub fn headers_for_origin_of(url: &str, headers: &CustomHeaders) -> Credentials {
+        match url::Url::parse(url) {
+            Ok(url) if !headers.is_empty() => Credentials {
+                headers: vec![OriginHeaders {
+                    origin: url.origin().ascii_serialization(),
+                    headers: headers.to_map(),
+                }],
+                ..Credentials::default()
+            },
+            _ => Credentials::default(),
+        }
+    }
+
     /// True when there is nothing to set.
     pub fn is_empty(&self) -> bool {
         self.cookies.is_empty() && self.headers.is_empty() && self.local_storage.is_empty()

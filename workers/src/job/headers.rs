@@ -43,11 +43,23 @@ const RESERVED: &[&str] = &[
 /// its rights.
 pub const SAFE_ACROSS_ORIGINS: &[&str] = &["accept", "accept-language", "user-agent"];
 
-/// Header name → value, compared case-insensitively (names are kept lower-case). Values are
-/// secrets: `Debug` shows names only.
+/// Header name → value, compared case-insensitively: names are lower-cased as the map is
+/// built (deserialised or collected). Values are secrets: `Debug` shows names only.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(from = "BTreeMap<String, String>", into = "BTreeMap<String, String>")]
 pub struct CustomHeaders(BTreeMap<String, String>);
+
+impl From<BTreeMap<String, String>> for CustomHeaders {
+    fn from(map: BTreeMap<String, String>) -> Self {
+        map.into_iter().collect()
+    }
+}
+
+impl From<CustomHeaders> for BTreeMap<String, String> {
+    fn from(headers: CustomHeaders) -> Self {
+        headers.0
+    }
+}
 
 impl std::fmt::Debug for CustomHeaders {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,22 +90,13 @@ impl CustomHeaders {
     }
 
     /// The names, lower-case.
-    pub fn names(&self) -> impl Iterator<Item = String> + '_ {
-        self.0.keys().map(|name| name.to_ascii_lowercase())
-    }
-
-    /// Name → value pairs, names lower-case.
-    pub fn entries(&self) -> impl Iterator<Item = (String, &str)> + '_ {
-        self.0
-            .iter()
-            .map(|(name, value)| (name.to_ascii_lowercase(), value.as_str()))
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.0.keys().map(String::as_str)
     }
 
     /// Names and values as a map, for the browser's origin-scoped credentials.
     pub fn to_map(&self) -> std::collections::HashMap<String, String> {
-        self.entries()
-            .map(|(name, value)| (name, value.to_owned()))
-            .collect()
+        self.0.clone().into_iter().collect()
     }
 
     /// Checks every header before anything is queued: at most [`MAX_HEADERS`] and
@@ -124,9 +127,8 @@ impl CustomHeaders {
     /// `self` with `over`'s headers added, replacing those of the same name (a job's over
     /// the configured ones).
     pub fn merged(&self, over: &CustomHeaders) -> CustomHeaders {
-        let mut merged: BTreeMap<String, String> =
-            self.entries().map(|(n, v)| (n, v.to_owned())).collect();
-        merged.extend(over.entries().map(|(name, value)| (name, value.to_owned())));
+        let mut merged = self.0.clone();
+        merged.extend(over.0.clone());
         CustomHeaders(merged)
     }
 
@@ -154,7 +156,7 @@ impl CustomHeaders {
     /// A short digest of names and values: what a cache key holds instead of the values.
     pub fn digest(&self) -> String {
         let mut hasher = Sha256::new();
-        for (name, value) in self.entries() {
+        for (name, value) in &self.0 {
             hasher.update(name.as_bytes());
             hasher.update([0]);
             hasher.update(value.as_bytes());
@@ -166,11 +168,10 @@ impl CustomHeaders {
 
 /// What is wrong with one header, when something is.
 fn problem(name: &str, value: &str) -> Option<String> {
-    let lower = name.to_ascii_lowercase();
-    if HeaderName::from_bytes(lower.as_bytes()).is_err() {
+    if HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Some(format!("header {name:?}: not a valid header name"));
     }
-    if RESERVED.contains(&lower.as_str()) || lower.starts_with("sec-") {
+    if RESERVED.contains(&name) || name.starts_with("sec-") {
         return Some(format!(
             "header {name:?}: set by trawl or the protocol, not by a caller"
         ));

@@ -109,7 +109,7 @@ impl Job {
             value["headers"] = job
                 .headers
                 .names()
-                .map(|name| (name, serde_json::Value::from("[redacted]")))
+                .map(|name| (name.to_owned(), serde_json::Value::from("[redacted]")))
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }

@@ -591,32 +591,19 @@ impl Policy {
     }
 
     /// Checks the configuration: every list entry must be a valid host, and
-    /// only `block_hosts` may use the `*.` wildcard prefix. Invalid entries
-    /// never match, so call this when loading the configuration to fail
-    /// closed on typos.
+    /// only `block_hosts` and `internal_hosts` may use the `*.` wildcard prefix.
+    /// Invalid entries never match, so call this when loading the configuration
+    /// to fail closed on typos.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        for (list, entries) in [
-            ("allow_hosts", &self.allow_hosts),
-            ("trusted_hosts", &self.trusted_hosts),
+        let exact: fn(&str) -> bool = |entry| parse_exact_entry(entry).is_some();
+        let pattern: fn(&str) -> bool = |entry| parse_block_entry(entry).is_some();
+        for (list, entries, valid) in [
+            ("allow_hosts", &self.allow_hosts, exact),
+            ("trusted_hosts", &self.trusted_hosts, exact),
+            ("block_hosts", &self.block_hosts, pattern),
+            ("internal_hosts", &self.internal_hosts, pattern),
         ] {
-            if let Some(entry) = entries
-                .iter()
-                .find(|entry| parse_exact_entry(entry).is_none())
-            {
-                return Err(PolicyError::InvalidHostEntry {
-                    list,
-                    entry: entry.clone(),
-                });
-            }
-        }
-        for (list, entries) in [
-            ("block_hosts", &self.block_hosts),
-            ("internal_hosts", &self.internal_hosts),
-        ] {
-            if let Some(entry) = entries
-                .iter()
-                .find(|entry| parse_block_entry(entry).is_none())
-            {
+            if let Some(entry) = entries.iter().find(|entry| !valid(entry)) {
                 return Err(PolicyError::InvalidHostEntry {
                     list,
                     entry: entry.clone(),
