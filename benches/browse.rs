@@ -139,10 +139,7 @@ async fn main() {
     let dns = site_dns();
     let client = web::Client::with_dns(web::Config::default(), web::Policy::default(), dns.clone())
         .expect("client");
-    let deps = fetch::Deps {
-        client,
-        config: fetch::Config::default(),
-    };
+    let deps = fetch::Deps::new(client, fetch::Config::default()).expect("no providers");
     let mut summary: Vec<(String, String)> = Vec::new();
 
     // 1. Cold start.

@@ -58,6 +58,11 @@ pub enum BuildError {
         /// The directory.
         path: PathBuf,
     },
+    /// A fallback extraction provider (`fetch.fallback`, `[fetch.firecrawl]`,
+    /// `[fetch.crawl4ai]`) cannot be used: a key that does not resolve, a base URL that is
+    /// not allowed.
+    #[error("configuration: {0}")]
+    Fallback(String),
     /// The HTTP client could not be built from `http`, `ssrf` and `proxy`.
     #[error("building the HTTP client: {0}")]
     Client(#[from] trawl_workers::web::client::ClientError),
@@ -269,10 +274,8 @@ impl App {
         let deps = Deps::new(Parts {
             store,
             queue,
-            fetch: trawl_workers::fetch::Deps {
-                client,
-                config: config.fetch.clone(),
-            },
+            fetch: trawl_workers::fetch::Deps::new(client, config.fetch.clone())
+                .map_err(|error| BuildError::Fallback(error.to_string()))?,
             config: config.runner.clone(),
             webhooks,
             crawls,

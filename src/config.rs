@@ -136,6 +136,13 @@ pub enum Error {
     Ssrf(web::ssrf::PolicyError),
 }
 
+/// An environment variable's value, for the `env:NAME` references of secrets.
+// Secrets' references are read here, with the rest of the configuration.
+#[allow(clippy::disallowed_methods)]
+fn environment_variable(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// The user's configuration file: `$XDG_CONFIG_HOME/trawl/trawl.toml`, else
 /// `$HOME/.config/trawl/trawl.toml` (whether or not it exists).
 // Where the configuration comes from is read here, with the rest of it.
@@ -179,7 +186,12 @@ impl Config {
                 .ignore(&["log", "config", "token"])
                 .split("__"),
         );
-        let config: Config = figment.extract().map_err(Box::new)?;
+        let mut config: Config = figment.extract().map_err(Box::new)?;
+        // Secrets given as `env:NAME` (the fallback providers' keys) are read now, once.
+        config
+            .fetch
+            .resolve_keys(&environment_variable)
+            .map_err(Error::Fetch)?;
         Ok(config)
     }
 
@@ -220,7 +232,7 @@ impl Config {
 
     /// The keys that may be unset, each with whether it is set: TOML has no way to write an
     /// unset value, so `trawl config` prints the unset ones as comments.
-    pub fn optional_keys(&self) -> [(&'static str, bool); 10] {
+    pub fn optional_keys(&self) -> [(&'static str, bool); 14] {
         [
             ("database_url", self.database_url.is_some()),
             ("redis_url", self.redis_url.is_some()),
@@ -235,6 +247,10 @@ impl Config {
                 self.sessions.worker_token.is_some(),
             ),
             ("search.searxng.url", self.search.searxng.url.is_some()),
+            ("fetch.firecrawl.url", self.fetch.firecrawl.url.is_some()),
+            ("fetch.firecrawl.key", self.fetch.firecrawl.key.is_some()),
+            ("fetch.crawl4ai.url", self.fetch.crawl4ai.url.is_some()),
+            ("fetch.crawl4ai.key", self.fetch.crawl4ai.key.is_some()),
         ]
     }
 

@@ -578,11 +578,28 @@ async fn within_job_timeout<T>(
     }
 }
 
+/// Reads a fetch job's page: trawl's own fetch and extraction ([`own_fetch_or_render`]), a
+/// page without readable content rescued by a fallback provider when one is chosen
+/// (`fetch::rescue`); or, with `fetch.readability = false`, the provider alone
+/// (`fetch::by_provider`). `guard` is asked before each redirect of a plain fetch and about
+/// where a provider ended.
+async fn fetch_or_render(
+    deps: &Deps,
+    job: &FetchJob,
+    guard: Option<&trawl_workers::web::client::RedirectGuard>,
+) -> Result<fetch::Fetched, JobError> {
+    if deps.fetch.providers.straight(job.fallback) {
+        return fetch::by_provider(&deps.fetch, job).await;
+    }
+    let outcome = own_fetch_or_render(deps, job, guard).await;
+    fetch::rescue(&deps.fetch, job, outcome, guard).await
+}
+
 /// Fetches over plain HTTP or renders in the browser, as the job asks: `render: true` in the
 /// browser; `"auto"` over HTTP first, then in the browser when the page looks built by
 /// JavaScript (an app shell, or little text and scripts). `guard` is asked before each redirect
 /// of a plain fetch (the browser follows redirects itself).
-async fn fetch_or_render(
+async fn own_fetch_or_render(
     deps: &Deps,
     job: &FetchJob,
     guard: Option<&trawl_workers::web::client::RedirectGuard>,
@@ -990,6 +1007,11 @@ pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
     if !job.render.is_off() {
         key.push_str(";render=");
         key.push_str(job.render.as_str());
+    }
+    if let Some(fallback) = job.fallback {
+        // A job's own choice of provider may read another text than the configured one.
+        key.push_str(";fallback=");
+        key.push_str(fallback.as_str());
     }
     if !job.headers.is_empty() {
         // Another token may see another page: the headers are part of the key (as a digest).

@@ -123,7 +123,7 @@ impl ApiErrorCode {
 
     /// The HTTP status answered with this code. For a job error: bad input is 400, a refused
     /// destination 403, a cancelled job 409, a busy browser 429 (try again later), a fault of
-    /// trawl 500, a failed browser 502, and any failure of the site or its content 422 with
+    /// trawl 500, a failed browser or fallback provider 502, and any failure of the site or its content 422 with
     /// the code saying which.
     pub fn status(self) -> StatusCode {
         match self {
@@ -157,7 +157,7 @@ impl ApiErrorCode {
                     StatusCode::TOO_MANY_REQUESTS
                 }
                 ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-                ErrorCode::BrowserFailed => StatusCode::BAD_GATEWAY,
+                ErrorCode::BrowserFailed | ErrorCode::ProviderFailed => StatusCode::BAD_GATEWAY,
                 _ => JOB_FAILED,
             },
         }

@@ -59,6 +59,11 @@ pub struct FetchRequest {
     #[serde(default)]
     #[schema(value_type = std::collections::BTreeMap<String, String>)]
     pub headers: trawl_workers::job::CustomHeaders,
+    /// The fallback extraction provider asked when trawl finds no readable content:
+    /// `"none"`, `"firecrawl"`, `"crawl4ai"` or `"auto"`; absent, the configured
+    /// `fetch.fallback`. The request's headers never go to a provider.
+    #[serde(default)]
+    pub fallback: Option<trawl_workers::job::Fallback>,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -99,6 +104,7 @@ pub(super) async fn fetch(
         render: request.render,
         proxy: request.proxy,
         headers: request.headers,
+        fallback: request.fallback,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -60,6 +60,38 @@ pub struct Args {
     /// cached apart. [config: http.headers, for every fetch]
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub header: Vec<String>,
+    /// The extraction provider asked when trawl finds no readable content on the page (an
+    /// empty shell, a challenge, no article): none, firecrawl, crawl4ai or auto (each one
+    /// configured); only the URL is sent, never the headers
+    /// [config: fetch.fallback, default: auto].
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub fallback: Option<FallbackArg>,
+}
+
+/// `--fallback`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FallbackArg {
+    /// Never ask a provider.
+    None,
+    /// Firecrawl's scrape API ([fetch.firecrawl]).
+    Firecrawl,
+    /// A Crawl4AI server ([fetch.crawl4ai]).
+    #[value(name = "crawl4ai")]
+    Crawl4ai,
+    /// Each configured provider in turn, Firecrawl first.
+    Auto,
+}
+
+impl From<FallbackArg> for trawl_workers::job::Fallback {
+    fn from(arg: FallbackArg) -> Self {
+        use trawl_workers::job::Fallback;
+        match arg {
+            FallbackArg::None => Fallback::None,
+            FallbackArg::Firecrawl => Fallback::Firecrawl,
+            FallbackArg::Crawl4ai => Fallback::Crawl4ai,
+            FallbackArg::Auto => Fallback::Auto,
+        }
+    }
 }
 
 pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitCode> {
@@ -77,6 +109,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         cache_ttl: args.cache_ttl,
         render: args.render.into(),
         headers: super::parse_headers(&args.header)?,
+        fallback: args.fallback.map(Into::into),
         ..FetchJob::new(args.url.clone())
     };
     if let Err(message) = job.validate() {

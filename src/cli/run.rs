@@ -72,6 +72,12 @@ pub struct Args {
     /// cached apart. [config: http.headers, for every fetch]
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
     pub header: Vec<String>,
+    /// The extraction provider asked when trawl finds no readable content on a page (an
+    /// empty shell, a challenge, no article): none, firecrawl, crawl4ai or auto (each one
+    /// configured); only the URL is sent, never the headers
+    /// [config: fetch.fallback, default: auto].
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub fallback: Option<super::fetch::FallbackArg>,
     /// Send fetches through this proxy (repeatable: requests to one host stay on one proxy):
     /// http://, https://, socks5:// or socks5h:// URL, credentials allowed
     /// [config: proxy.urls].
@@ -131,6 +137,7 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
         archive: args.archive,
         render: args.render.into(),
         headers: super::parse_headers(&args.header)?,
+        fallback: args.fallback.map(Into::into),
         ..FetchJob::new("")
     };
     template.validate().map_err(anyhow::Error::msg)?;

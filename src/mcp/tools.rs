@@ -688,6 +688,7 @@ async fn web_fetch(
             .unwrap_or(Render::Mode(trawl_workers::job::RenderMode::Auto)),
         proxy: None,
         headers: request.headers,
+        fallback: None,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -77,10 +77,8 @@ fn fetch_deps() -> trawl_workers::fetch::Deps {
         shared().dns.clone(),
     )
     .expect("client");
-    trawl_workers::fetch::Deps {
-        client,
-        config: trawl_workers::fetch::Config::default(),
-    }
+    trawl_workers::fetch::Deps::new(client, trawl_workers::fetch::Config::default())
+        .expect("no providers")
 }
 
 fn actions(json: &str) -> Vec<Action> {

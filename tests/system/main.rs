@@ -10,6 +10,7 @@ mod cli;
 mod cli_behaviour;
 mod crawl;
 mod engines;
+mod fallback;
 mod faults;
 mod firecrawl;
 mod mcp;

@@ -3,7 +3,12 @@
 //! Readability, text passes through, PDF → text, binaries refused, lying labels sniffed), and
 //! refuses to return block pages as content.
 //!
-//! Not here: caching, storing or retrying (the runner does those with what this returns).
+//! When trawl's own extraction finds no readable content, a configured fallback provider
+//! (Firecrawl, Crawl4AI) may read the page instead ([`rescue`]), or read every page
+//! (`fetch.readability = false`: [`by_provider`]).
+//!
+//! Not here: caching, storing or retrying (the runner does those with what this returns), the
+//! providers' protocols (`fallback`).
 
 use std::time::{Duration, Instant};
 
@@ -11,6 +16,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::fallback::{self, Crawl4aiConfig, Fallback, FirecrawlConfig, Providers};
 use crate::job::{Content, ErrorCode, Extractor, FetchJob, FetchResult, Format, JobError, Meta};
 use crate::web::blockpage::{self, BlockPage};
 use crate::web::extract::{self, Heading};
@@ -28,6 +34,17 @@ pub struct Config {
     pub cache_ttl_secs: u64,
     /// Seconds extraction of one document may take before `extraction_limit`.
     pub extraction_timeout_secs: u64,
+    /// The extraction provider asked when trawl's own extraction finds no readable content:
+    /// `none`, `firecrawl`, `crawl4ai` or `auto` (every configured one, Firecrawl first;
+    /// none configured: none). A job may choose its own.
+    pub fallback: Fallback,
+    /// Whether trawl's own extraction (Readability) runs; `false` sends every page straight
+    /// to the fallback provider (one must be configured).
+    pub readability: bool,
+    /// Firecrawl's scrape API.
+    pub firecrawl: FirecrawlConfig,
+    /// A Crawl4AI server.
+    pub crawl4ai: Crawl4aiConfig,
 }
 
 impl Default for Config {
@@ -37,6 +54,10 @@ impl Default for Config {
             max_chars_cap: 1_000_000,
             cache_ttl_secs: 15 * 60,
             extraction_timeout_secs: 20,
+            fallback: Fallback::Auto,
+            readability: true,
+            firecrawl: FirecrawlConfig::default(),
+            crawl4ai: Crawl4aiConfig::default(),
         }
     }
 }
@@ -55,6 +76,10 @@ pub enum ConfigError {
     /// `extraction_timeout_secs` is zero.
     #[error("fetch.extraction_timeout_secs must be at least 1")]
     ExtractionTimeout,
+    /// A provider's key is an `env:` reference to an unset variable, or the providers do not
+    /// fit together (`readability = false` without one).
+    #[error("{0}")]
+    Fallback(String),
 }
 
 impl Config {
@@ -68,6 +93,34 @@ impl Config {
         }
         if self.extraction_timeout_secs == 0 {
             return Err(ConfigError::ExtractionTimeout);
+        }
+        for (key, value) in [
+            ("fetch.firecrawl.key", &self.firecrawl.key),
+            ("fetch.crawl4ai.key", &self.crawl4ai.key),
+        ] {
+            if let Some(value) = value {
+                value.resolve(key).map_err(ConfigError::Fallback)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the providers' `env:NAME` keys by the variables' values, read by `lookup`
+    /// (the configuration's loader passes the process environment): an unset variable is an
+    /// error naming the key.
+    pub fn resolve_keys(
+        &mut self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        for (key, value) in [
+            ("fetch.firecrawl.key", &mut self.firecrawl.key),
+            ("fetch.crawl4ai.key", &mut self.crawl4ai.key),
+        ] {
+            if let Some(value) = value {
+                *value = value
+                    .resolve_from(key, lookup)
+                    .map_err(ConfigError::Fallback)?;
+            }
         }
         Ok(())
     }
@@ -92,6 +145,29 @@ pub struct Deps {
     pub client: web::Client,
     /// Fetch options.
     pub config: Config,
+    /// The fallback extraction providers of `config` (none: [`Providers::none`]).
+    pub providers: Providers,
+}
+
+impl Deps {
+    /// The fetch pool's dependencies, with the providers `config` names built over `client`
+    /// (keys resolved, base URLs locked): a provider that cannot be used is an error here,
+    /// before any job runs.
+    pub fn new(client: web::Client, config: Config) -> Result<Deps, ConfigError> {
+        let providers = Providers::new(
+            &client,
+            config.fallback,
+            config.readability,
+            &config.firecrawl,
+            &config.crawl4ai,
+        )
+        .map_err(ConfigError::Fallback)?;
+        Ok(Deps {
+            client,
+            config,
+            providers,
+        })
+    }
 }
 
 /// Everything about a fetched page except its text: stored with the page and enough, with the
@@ -368,6 +444,209 @@ pub async fn run_guarded(
         raw: response.body,
         headers,
         ip: response.remote_addr.map(|addr| addr.ip()),
+    })
+}
+
+/// Whether trawl's own outcome is one a fallback provider may rescue: no readable content
+/// (`empty_content`), a challenge page (`blocked_by_site`), a failed extraction, or the whole
+/// body converted because no article was found (`extractor: "fallback"`).
+pub fn wants_rescue(outcome: &Result<Fetched, JobError>) -> bool {
+    match outcome {
+        Ok(fetched) => fetched.info.extractor == Extractor::Fallback,
+        Err(error) => matches!(
+            error.code,
+            ErrorCode::EmptyContent | ErrorCode::BlockedBySite | ErrorCode::ExtractionFailed
+        ),
+    }
+}
+
+/// trawl's own `outcome` for `job`, rescued by a fallback provider when it found no readable
+/// content ([`wants_rescue`]) and the job's choice (else `fetch.fallback`) names one. The
+/// first provider that reads the page gives it (`extractor: "firecrawl"` or `"crawl4ai"`,
+/// trawl's failure kept as the first warning). When every one fails, the original outcome
+/// stands (failed closed with its own code), the providers' failures added to its message or
+/// warning. `guard` is asked about where a provider ended when that is not the job's URL (a
+/// crawl's robots.txt); a refusal counts as that provider's failure.
+pub async fn rescue(
+    deps: &Deps,
+    job: &FetchJob,
+    outcome: Result<Fetched, JobError>,
+    guard: Option<&web::client::RedirectGuard>,
+) -> Result<Fetched, JobError> {
+    let chosen = deps.providers.chosen(job.fallback);
+    if chosen.is_empty() || !wants_rescue(&outcome) {
+        return outcome;
+    }
+    let started = Instant::now();
+    let first = match &outcome {
+        Ok(fetched) => fetched
+            .info
+            .warning
+            .clone()
+            .unwrap_or_else(|| "no article found".to_owned()),
+        Err(error) => format!("{}: {}", error.code, error.message),
+    };
+    let Ok(url) = deps.client.parse_url(&job.url) else {
+        return outcome;
+    };
+    let mut failures: Vec<String> = Vec::new();
+    for provider in chosen {
+        let attempt = match provider {
+            Ok(provider) => ask(deps, provider, &url, job.format, guard, started).await,
+            Err(unconfigured) => Err(unconfigured.to_job_error()),
+        };
+        match attempt {
+            Ok(mut fetched) => {
+                let mut warnings = vec![format!("trawl's extraction: {first}")];
+                warnings.extend(failures);
+                warnings.extend(fetched.info.warning.take());
+                fetched.info.warning = Some(warnings.join("; "));
+                return Ok(fetched);
+            }
+            Err(error) => failures.push(error.message),
+        }
+    }
+    let failed = format!("fallback: {}", failures.join("; "));
+    match outcome {
+        Ok(mut fetched) => {
+            let mut warnings: Vec<String> = fetched.info.warning.take().into_iter().collect();
+            warnings.push(failed);
+            fetched.info.warning = Some(warnings.join("; "));
+            Ok(fetched)
+        }
+        Err(mut error) => {
+            error.message = format!("{}; {failed}", error.message);
+            Err(error)
+        }
+    }
+}
+
+/// Reads `job`'s page through the fallback providers alone (`fetch.readability = false`), in
+/// turn: the first that reads it gives it; when every one fails, the last one's error, its
+/// message naming each.
+pub async fn by_provider(deps: &Deps, job: &FetchJob) -> Result<Fetched, JobError> {
+    let started = Instant::now();
+    let url = deps
+        .client
+        .parse_url(&job.url)
+        .map_err(|error| Error::Web(error).to_job_error())?;
+    let mut failures: Vec<String> = Vec::new();
+    let mut last: Option<JobError> = None;
+    for provider in deps.providers.chosen(job.fallback) {
+        let attempt = match provider {
+            Ok(provider) => ask(deps, provider, &url, job.format, None, started).await,
+            Err(unconfigured) => Err(unconfigured.to_job_error()),
+        };
+        match attempt {
+            Ok(mut fetched) => {
+                if !failures.is_empty() {
+                    let mut warnings = failures;
+                    warnings.extend(fetched.info.warning.take());
+                    fetched.info.warning = Some(warnings.join("; "));
+                }
+                return Ok(fetched);
+            }
+            Err(error) => {
+                failures.push(error.message.clone());
+                last = Some(error);
+            }
+        }
+    }
+    Err(match last {
+        Some(mut error) => {
+            error.message = failures.join("; ");
+            error
+        }
+        None => JobError::new(
+            ErrorCode::ProviderFailed,
+            "no fallback provider is configured for this job (fetch.readability = false)",
+        ),
+    })
+}
+
+/// Asks one provider and turns its answer into a page in the job's format: markdown as the
+/// provider wrote it; text and HTML converted by trawl from the provider's HTML of the main
+/// content (its markdown, with a warning, when it gave none).
+async fn ask(
+    deps: &Deps,
+    provider: &fallback::Provider,
+    url: &Url,
+    format: Format,
+    guard: Option<&web::client::RedirectGuard>,
+    started: Instant,
+) -> Result<Fetched, JobError> {
+    let scraped = fallback::scrape(provider, &deps.client, url)
+        .await
+        .map_err(|error| error.to_job_error())?;
+    if let Some(guard) = guard
+        && scraped.final_url != *url
+        && let Err((code, reason)) = guard(scraped.final_url.clone()).await
+    {
+        return Err(JobError::new(
+            code,
+            format!(
+                "{}: ended at {}, which is refused: {reason}",
+                scraped.provider,
+                web::client::origin_of(&scraped.final_url)
+            ),
+        ));
+    }
+    let mut warnings: Vec<String> = scraped.warning.iter().cloned().collect();
+    let text = match (format, &scraped.html) {
+        (Format::Markdown, _) => extract::normalize_text(&scraped.markdown),
+        (_, Some(html)) => {
+            let html = html.clone();
+            let converted = spawn_extraction(deps, move || {
+                extract::extract_whole_page(&html, format)
+                    .map_err(|error| Error::Extraction(error.to_string()))
+            })
+            .await
+            .map_err(|error| error.to_job_error())?;
+            extract::normalize_text(&converted)
+        }
+        (_, None) => {
+            warnings.push(format!(
+                "{} gave markdown only, returned as the {} text",
+                scraped.provider,
+                format.as_str()
+            ));
+            extract::normalize_text(&scraped.markdown)
+        }
+    };
+    let outline = extract::markdown_outline(&scraped.markdown);
+    let (raw, raw_type) = match scraped.raw_html.or(scraped.html) {
+        Some(html) => (html, "text/html; charset=utf-8"),
+        None => (scraped.markdown.clone(), "text/markdown; charset=utf-8"),
+    };
+    let extractor = match scraped.provider {
+        fallback::Kind::Firecrawl => Extractor::Firecrawl,
+        fallback::Kind::Crawl4ai => Extractor::Crawl4ai,
+    };
+    let info = PageInfo {
+        url: url.to_string(),
+        final_url: scraped.final_url.to_string(),
+        status: scraped.status,
+        content_type: "text/html".to_owned(),
+        title: scraped.title,
+        extractor,
+        warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+        links: scraped.links,
+        meta: Meta {
+            description: scraped.description,
+            lang: scraped.lang,
+            ..Meta::default()
+        },
+        outline,
+        format,
+        fetched_at: jiff::Timestamp::now().to_string(),
+        took_ms: started.elapsed().as_millis() as u64,
+    };
+    Ok(Fetched {
+        info,
+        text,
+        raw: Bytes::from(raw),
+        headers: vec![("content-type".to_owned(), raw_type.to_owned())],
+        ip: None,
     })
 }
 

@@ -8,7 +8,11 @@
 //! - `web`: the toolbox. SSRF-guarded client (URL in, bounded response out), name resolution
 //!   behind the guard, outbound proxies, charset decoding, HTML → main content (Readability +
 //!   pruning) → markdown/text, block-page detection, PDF → text, URL normalisation.
-//! - `fetch`: the fetch pool. `FetchJob` → `Fetched` or a typed `fetch::Error`.
+//! - `fallback`: fallback extraction providers (Firecrawl's scrape API, a Crawl4AI server)
+//!   over the guarded client, their base URLs locked and keys kept secret → what the provider
+//!   read, or a typed `fallback::Error`.
+//! - `fetch`: the fetch pool. `FetchJob` → `Fetched` or a typed `fetch::Error`; a page trawl
+//!   cannot read rescued by a fallback provider.
 //! - `crawl`: the crawl pool's parts: dedupe keys, robots.txt, sitemaps, per-host politeness
 //!   (scope and URL filters are the contract's, re-exported).
 //! - `browse`: the browse pool. Headless Chromium behind an SSRF-guarded egress proxy:
@@ -33,6 +37,7 @@ pub mod archive;
 pub mod backoff;
 pub mod browse;
 pub mod crawl;
+pub mod fallback;
 pub mod fetch;
 pub mod job;
 pub mod search;

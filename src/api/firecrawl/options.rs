@@ -483,6 +483,7 @@ impl ScrapeOptions {
             render,
             proxy: None,
             headers: self.custom_headers(),
+            fallback: None,
         };
         job.validate().map_err(FcError::bad_request)?;
         Ok(Planned {

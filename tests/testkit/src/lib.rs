@@ -55,7 +55,7 @@ mod server;
 pub use bombs::BOMB_DECOMPRESSED_LEN;
 pub use pages::{SITE_PAGES, article_author, article_page, article_title, site_page};
 pub use routes::{
-    CHARSET_TEXT, CHARSET_TEXT_JA, ROBOTS_TXT, SEARCH_COOKIE, SEARCH_VQD, SITEMAP_A_PAGES,
-    WEBHOOK_FLAKY_FAILURES, WEBHOOK_SLOW_DELAY,
+    CHARSET_TEXT, CHARSET_TEXT_JA, CRAWL4AI_TOKEN, FIRECRAWL_KEY, ROBOTS_TXT, SEARCH_COOKIE,
+    SEARCH_VQD, SITEMAP_A_PAGES, WEBHOOK_FLAKY_FAILURES, WEBHOOK_SLOW_DELAY,
 };
 pub use server::{FixtureServer, RecordedRequest};

@@ -24,6 +24,9 @@ pub(crate) struct Request {
     query: Vec<(String, String)>,
     /// In the order received, names lowercased, values trimmed.
     pub(crate) headers: Vec<(String, String)>,
+    /// The body, read by `server` after the head (empty until then, and without a
+    /// `Content-Length`).
+    pub(crate) body: Vec<u8>,
 }
 
 impl Request {
@@ -116,6 +119,7 @@ pub(crate) fn parse_head(head: &[u8]) -> Option<Request> {
         path,
         query,
         headers,
+        body: Vec::new(),
     })
 }
 

@@ -178,6 +178,14 @@ impl RecordedRequest {
 ///   ([`SEARCH_VQD`](crate::SEARCH_VQD)) and a cookie ([`SEARCH_COOKIE`](crate::SEARCH_COOKIE));
 ///   `/ddg/images/i.js` — the images, only with that token, cookie and a referer (else 403).
 ///
+/// Fallback extraction providers (`POST`; the page URL's `case` parameter picks the case:
+/// `outage`, `ratelimit`, `payment`, `badjson`, `wrongtypes`, `nulls`, `failed`, `metadata`,
+/// `single`, `notfound`; any other page reads as "Rescued page"):
+/// - `/firecrawl/v1/scrape`, `/firecrawl/v2/scrape` — Firecrawl's scrape API, only with
+///   `Authorization: Bearer` [`FIRECRAWL_KEY`](crate::FIRECRAWL_KEY) (else 401).
+/// - `/crawl4ai/crawl`, `/crawl4ai/md` — a Crawl4AI server; a token other than
+///   [`CRAWL4AI_TOKEN`](crate::CRAWL4AI_TOKEN) is a 401.
+///
 /// Anything else: 404 with a small HTML body. A `HEAD` request gets the
 /// headers of the ordinary routes without their body.
 pub struct FixtureServer {
@@ -323,7 +331,7 @@ async fn handle(stream: TcpStream, ctx: &Ctx) -> io::Result<()> {
             return lingering_close(conn.stream).await;
         }
     };
-    let Some(req) = parse_head(&head) else {
+    let Some(mut req) = parse_head(&head) else {
         conn.html(400, &simple_page("Bad Request", "Malformed request head."))
             .await?;
         return lingering_close(conn.stream).await;
@@ -345,6 +353,7 @@ async fn handle(stream: TcpStream, ctx: &Ctx) -> io::Result<()> {
                 tokio::time::timeout(Duration::from_secs(5), reader.read_to_end(&mut body)).await;
         }
     }
+    req.body = body.clone();
     lock(&ctx.log).push(RecordedRequest {
         method: req.method.clone(),
         path_and_query: req.path_and_query.clone(),

@@ -89,6 +89,10 @@ pub enum ErrorCode {
     /// The search asked for a provider that is not configured (SearxNG without
     /// `search.searxng.url`).
     SearchUnconfigured,
+    /// A fallback extraction provider (Firecrawl, Crawl4AI) could not give the page: it
+    /// answered an error status, an unusable answer, or led somewhere the guard refuses.
+    /// `evidence` names the provider, `status` its status.
+    ProviderFailed,
 }
 
 impl ErrorCode {
@@ -129,11 +133,12 @@ impl ErrorCode {
             ErrorCode::SearchInvalidResponse => "search_invalid_response",
             ErrorCode::SearchEngineForbidden => "search_engine_forbidden",
             ErrorCode::SearchUnconfigured => "search_unconfigured",
+            ErrorCode::ProviderFailed => "provider_failed",
         }
     }
 
     /// Every code, in declaration order (for documentation and tests).
-    pub const ALL: [ErrorCode; 34] = [
+    pub const ALL: [ErrorCode; 35] = [
         ErrorCode::InvalidUrl,
         ErrorCode::UnsupportedScheme,
         ErrorCode::BlockedDestination,
@@ -168,6 +173,7 @@ impl ErrorCode {
         ErrorCode::SearchInvalidResponse,
         ErrorCode::SearchEngineForbidden,
         ErrorCode::SearchUnconfigured,
+        ErrorCode::ProviderFailed,
     ];
 }
 

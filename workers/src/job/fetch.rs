@@ -75,6 +75,40 @@ pub struct FetchJob {
     #[serde(default, skip_serializing_if = "CustomHeaders::is_empty")]
     #[schema(value_type = std::collections::BTreeMap<String, String>)]
     pub headers: CustomHeaders,
+    /// The extraction provider asked when trawl's own extraction finds no readable content
+    /// (`empty_content`, `blocked_by_site`, no article): absent, the configured
+    /// `fetch.fallback`; `"none"` never sends this page to a provider. The job's headers
+    /// never go to a provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+}
+
+/// Which fallback extraction provider a fetch may ask (`fetch.fallback`, or a job's own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Never.
+    None,
+    /// Firecrawl's scrape API (`fetch.firecrawl`).
+    Firecrawl,
+    /// A Crawl4AI server (`fetch.crawl4ai`).
+    #[serde(rename = "crawl4ai")]
+    Crawl4ai,
+    /// Each configured provider in turn, Firecrawl first (none configured: none).
+    #[default]
+    Auto,
+}
+
+impl Fallback {
+    /// `"none"`, `"firecrawl"`, `"crawl4ai"` or `"auto"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fallback::None => "none",
+            Fallback::Firecrawl => "firecrawl",
+            Fallback::Crawl4ai => "crawl4ai",
+            Fallback::Auto => "auto",
+        }
+    }
 }
 
 /// Whether a page is rendered in the browser: `false`, `true` or `"auto"`.
@@ -164,6 +198,7 @@ impl FetchJob {
             render: Render::default(),
             proxy: None,
             headers: CustomHeaders::default(),
+            fallback: None,
         }
     }
 }
@@ -182,6 +217,12 @@ pub enum Extractor {
     Pdf,
     /// Readability over the document as headless Chromium rendered it.
     Browser,
+    /// Firecrawl's scrape API, asked after trawl's own extraction found no readable content
+    /// (or instead of it, with `fetch.readability = false`).
+    Firecrawl,
+    /// A Crawl4AI server, asked like Firecrawl.
+    #[serde(rename = "crawl4ai")]
+    Crawl4ai,
 }
 
 /// The closed result of a fetch job (design §2 fetch).

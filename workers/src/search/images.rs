@@ -14,10 +14,10 @@ use std::sync::Mutex;
 
 use url::Url;
 
-use super::value::{Object, parse_object};
 use super::{Endpoint, Error, status_error};
 use crate::job::{ImageHit, ImagesJob, Provider, SafeSearch};
 use crate::web;
+use crate::web::json::{Object, parse_object};
 
 const PROVIDER: Provider = Provider::Duckduckgo;
 

@@ -8,9 +8,9 @@
 
 use url::Url;
 
-use super::value::{Object, parse_object};
 use super::{Endpoint, Error, Found, Hit, status_error};
 use crate::job::{InstantAnswer, Provider, SearchJob};
+use crate::web::json::{Object, parse_object};
 
 const PROVIDER: Provider = Provider::Instant;
 

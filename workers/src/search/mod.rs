@@ -14,7 +14,6 @@ pub mod duckduckgo;
 pub mod images;
 pub mod instant;
 pub mod searxng;
-mod value;
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -25,6 +24,7 @@ use url::Url;
 use crate::job::{
     ErrorCode, Infobox, InstantAnswer, JobError, Provider, SearchHit, UnresponsiveEngine,
 };
+pub use crate::web::client::base_url;
 use crate::web::{self, normalize::normalize_url};
 
 /// Largest provider answer read, in bytes (a results page is far smaller).
@@ -154,26 +154,6 @@ impl Config {
             .iter()
             .any(|forbidden| forbidden.trim().eq_ignore_ascii_case(engine.trim()))
     }
-}
-
-/// Parses a provider's base URL: http(s), a host, no credentials, query or fragment; the path
-/// ends with `/` so relative paths join below it.
-pub fn base_url(input: &str) -> Result<Url, String> {
-    let mut url = Url::parse(input).map_err(|error| error.to_string())?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err("not an http(s) URL with a host".to_owned());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("holds credentials".to_owned());
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("holds a query or fragment".to_owned());
-    }
-    if !url.path().ends_with('/') {
-        let path = format!("{}/", url.path());
-        url.set_path(&path);
-    }
-    Ok(url)
 }
 
 /// One result as a provider gave it, before deduplication and ranking.

@@ -15,9 +15,9 @@
 
 use url::Url;
 
-use super::value::{Object, parse_object};
 use super::{Config, Endpoint, Error, Found, Hit, status_error, unique};
 use crate::job::{Infobox, Provider, SearchJob, UnresponsiveEngine};
+use crate::web::json::{Object, parse_object};
 
 const PROVIDER: Provider = Provider::Searxng;
 
@@ -138,7 +138,7 @@ fn parse_engines(body: &[u8], categories: &[String]) -> Result<Vec<String>, Stri
 }
 
 /// `enabled` is a boolean; an engine without it is enabled.
-fn engine_enabled(element: &super::value::Element<'_>) -> bool {
+fn engine_enabled(element: &crate::web::json::Element<'_>) -> bool {
     element
         .value
         .get("enabled")

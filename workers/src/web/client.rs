@@ -30,6 +30,7 @@ use url::Url;
 
 pub use config::{Config, MAX_BYTES_RANGE};
 pub use error::{ClientError, Error};
+pub use origin::base_url;
 pub use redirect::{RedirectGuard, origin_of};
 pub use response::Response;
 use route::{Proxies, Route, build_http};
@@ -262,7 +263,8 @@ impl Client {
 
     /// Sends one `GET`, `POST` or `DELETE` with headers and an optional body, without
     /// following redirects: for API clients (trawl's CLI talking to `trawl serve`), through
-    /// the same guard and time limit as every request, reading at most `max_bytes`.
+    /// the same guard and time limit as every request (the trusted origin, when the client has
+    /// one, under its own policy), reading at most `max_bytes`.
     pub async fn call(
         &self,
         method: &str,
@@ -271,7 +273,6 @@ impl Client {
         body: Option<Bytes>,
         max_bytes: u64,
     ) -> Result<Response, Error> {
-        self.policy.check_url(url)?;
         let headers = request_headers(headers)?;
         let method = match method {
             "GET" => reqwest::Method::GET,
@@ -284,7 +285,17 @@ impl Client {
                 });
             }
         };
-        let route = self.route(url, &Choice::Configured)?;
+        // The trusted origin (when the client has one) is checked under its own policy.
+        let route = match self.trusted_route(url) {
+            Some((route, policy)) => {
+                policy.check_url(url)?;
+                route
+            }
+            None => {
+                self.policy.check_url(url)?;
+                self.route(url, &Choice::Configured)?
+            }
+        };
         let mut request = route.http.request(method, url.clone()).headers(headers);
         if let Some(body) = body {
             request = request.body(body);

@@ -6,7 +6,8 @@
 //! would cost, measured before the tree is built. `extract`: HTML to main content, links
 //! and metadata. `select`: a page reduced to the elements CSS selectors name, before
 //! extraction. `prune`: boilerplate rules around Readability. `blockpage`: walls,
-//! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation.
+//! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation. `json`:
+//! services' JSON answers read strictly on types (search and fallback extraction providers).
 //!
 //! Not here: running jobs, retries or storage; this module knows nothing of queues. It uses
 //! the contract's error codes and output types (`crate::job`) and nothing else of the crate.
@@ -17,6 +18,7 @@ pub mod charset;
 pub mod client;
 pub mod dns;
 pub mod extract;
+pub(crate) mod json;
 pub mod normalize;
 pub mod pdf;
 pub mod proxy;

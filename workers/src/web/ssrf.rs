@@ -107,6 +107,9 @@ pub enum BlockReason {
     Port,
     /// A `*.internal` name not listed in `internal_hosts`.
     InternalName,
+    /// A public address where only a private or loopback one may be: a self-hosted service
+    /// the operator named (a fallback extraction provider) must be the operator's own.
+    Public,
 }
 
 impl BlockReason {
@@ -130,6 +133,7 @@ impl BlockReason {
             BlockReason::NotAllowlisted => "not_allowlisted",
             BlockReason::Port => "port",
             BlockReason::InternalName => "internal_name",
+            BlockReason::Public => "public",
         }
     }
 
@@ -274,6 +278,11 @@ pub struct Policy {
     /// stacks hands out (the proxy connects to the real host by name). Off by default: the
     /// range is otherwise reserved for benchmarking and refused.
     pub allow_fake_ip: bool,
+    /// Refuse every public address: only private, loopback and the other classes
+    /// `allow_private_network` lifts are accepted (with it set). Not a configuration key: the
+    /// client sets it for a self-hosted service's origin (`web::Client::with_private_origin`).
+    #[serde(skip)]
+    pub private_only: bool,
 }
 
 /// The longest URL [`Policy::parse_url`] accepts, in bytes (8 KiB): longer ones are refused
@@ -575,7 +584,11 @@ impl Policy {
             return Ok(());
         }
         let Some(reason) = classify(ip) else {
-            return Ok(());
+            return if self.private_only {
+                Err(BlockReason::Public)
+            } else {
+                Ok(())
+            };
         };
         let effective = match ip {
             IpAddr::V6(v6) if reason == BlockReason::Ipv4Mapped => {

@@ -10,10 +10,7 @@ use trawl_workers::job::{ErrorCode, Extractor, FetchJob, Format};
 use crate::Site;
 
 fn deps(site: &Site) -> Deps {
-    Deps {
-        client: site.client.clone(),
-        config: fetch::Config::default(),
-    }
+    Deps::new(site.client.clone(), fetch::Config::default()).expect("no providers")
 }
 
 async fn fetch_path(site: &Site, path: &str) -> Result<Fetched, fetch::Error> {

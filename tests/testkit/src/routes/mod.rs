@@ -1,7 +1,8 @@
 //! What each path answers, in groups by role: the friendly pages and documents, redirects,
 //! hostile transport (lies about lengths, bodies that drip or never end, compression bombs,
 //! lying content types), charsets, statuses and headers, block pages, webhook receivers,
-//! robots.txt with sitemaps, and web search providers (SearxNG, DuckDuckGo).
+//! robots.txt with sitemaps, web search providers (SearxNG, DuckDuckGo) and fallback extraction
+//! providers (Firecrawl, Crawl4AI).
 //!
 //! Each group answers the paths it knows and leaves the others alone (it returns `None`);
 //! [`route`] asks them in turn and answers 404 when none knows the path. No two groups
@@ -11,6 +12,7 @@
 mod blocked;
 mod charsets;
 mod crawling;
+mod extractors;
 mod hostile;
 mod pages;
 mod redirects;
@@ -26,6 +28,7 @@ use crate::server::Ctx;
 
 pub use charsets::{CHARSET_TEXT, CHARSET_TEXT_JA};
 pub use crawling::{ROBOTS_TXT, SITEMAP_A_PAGES};
+pub use extractors::{CRAWL4AI_TOKEN, FIRECRAWL_KEY};
 pub use search::{SEARCH_COOKIE, SEARCH_VQD};
 pub use webhooks::{WEBHOOK_FLAKY_FAILURES, WEBHOOK_SLOW_DELAY};
 
@@ -56,6 +59,9 @@ pub(crate) async fn route(conn: &mut Conn, ctx: &Ctx, req: &Request) -> io::Resu
         return done;
     }
     if let Some(done) = search::route(conn, ctx, req).await {
+        return done;
+    }
+    if let Some(done) = extractors::route(conn, ctx, req).await {
         return done;
     }
     conn.html(

@@ -9,7 +9,12 @@
 //! block list, and the address classes `allow_private_network` never lifts (reserved,
 //! multicast, documentation, …).
 //!
-//! Not here: which origins are trusted (the search configuration decides, `trawl::web_search`).
+//! A self-hosted service (a fallback extraction provider) is trusted the same way, and more
+//! narrowly: its origin is reachable only at a private or loopback address
+//! (`with_private_origin`).
+//!
+//! Not here: which origins are trusted (the search configuration decides, `trawl::web_search`;
+//! the fetch configuration, `fallback`).
 
 use std::sync::Arc;
 
@@ -27,11 +32,45 @@ pub(super) struct TrustedOrigin {
     policy: Arc<Policy>,
 }
 
+/// Parses a service's base URL (a search or extraction provider the operator names): http(s), a host, no credentials, query or fragment; the path
+/// ends with `/` so relative paths join below it.
+pub fn base_url(input: &str) -> Result<Url, String> {
+    let mut url = Url::parse(input).map_err(|error| error.to_string())?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err("not an http(s) URL with a host".to_owned());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("holds credentials".to_owned());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("holds a query or fragment".to_owned());
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
 impl Client {
     /// The same client, with the origin of `base` (its scheme, host and port) reachable even
     /// when it is, or resolves to, a private or loopback address. Requests to other origins
     /// are guarded as before. `base` must be an http(s) URL with a host.
     pub fn with_trusted_origin(&self, base: &Url) -> Result<Client, ClientError> {
+        self.trusting(base, false)
+    }
+
+    /// [`Client::with_trusted_origin`] for a service the operator runs: the origin of `base`
+    /// is reachable only at a private or loopback address (a public answer, or a name that
+    /// resolves to one, is refused with [`BlockReason::Public`] before any byte is sent), so
+    /// what is sent there (an API key, the URL asked about) stays on the operator's network.
+    ///
+    /// [`BlockReason::Public`]: crate::web::ssrf::BlockReason::Public
+    pub fn with_private_origin(&self, base: &Url) -> Result<Client, ClientError> {
+        self.trusting(base, true)
+    }
+
+    fn trusting(&self, base: &Url, private_only: bool) -> Result<Client, ClientError> {
         let origin = base.origin();
         let host = base
             .host_str()
@@ -40,6 +79,7 @@ impl Client {
         let mut policy = Policy {
             allow_private_network: true,
             allow_hosts: Vec::new(),
+            private_only,
             ..self.policy().clone()
         };
         // A provider named under `.internal` is the operator's choice like its address.

@@ -519,6 +519,7 @@ fn blocklist_wins_over_allowlist_and_private_network() {
         internal_hosts: Vec::new(),
         trusted_hosts: vec!["intranet.corp".into()],
         allow_fake_ip: false,
+        private_only: false,
     };
     assert_eq!(p.check_host("intranet.corp"), Err(BlockedHost));
 }
@@ -558,6 +559,7 @@ fn validate_reports_bad_entries() {
         internal_hosts: vec!["db.internal".into(), "*.corp.internal".into()],
         trusted_hosts: vec!["wiki.corp.example".into(), "10.0.0.5".into()],
         allow_fake_ip: false,
+        private_only: false,
     };
     assert_eq!(ok.validate(), Ok(()));
     for (allow, block, list, entry) in [
@@ -586,6 +588,7 @@ fn validate_reports_bad_entries() {
             internal_hosts: Vec::new(),
             trusted_hosts: Vec::new(),
             allow_fake_ip: false,
+            private_only: false,
         };
         assert_eq!(
             p.validate(),
@@ -610,7 +613,7 @@ fn invalid_allow_entries_fail_closed() {
 
 // ---- errors, names and serde ----------------------------------------------
 
-const ALL_REASONS: [BlockReason; 16] = [
+const ALL_REASONS: [BlockReason; 17] = [
     Loopback,
     Private,
     LinkLocal,
@@ -627,7 +630,41 @@ const ALL_REASONS: [BlockReason; 16] = [
     NotAllowlisted,
     Port,
     InternalName,
+    Public,
 ];
+
+#[test]
+fn a_private_only_policy_refuses_public_addresses_and_metadata() {
+    let policy = Policy {
+        allow_private_network: true,
+        private_only: true,
+        ..Policy::default()
+    };
+    for private in ["127.0.0.1", "10.1.2.3", "192.168.0.9", "::1", "fd00::5"] {
+        assert_eq!(
+            policy.check_ip(private.parse().expect("ip")),
+            Ok(()),
+            "{private}"
+        );
+    }
+    assert_eq!(
+        policy.check_ip("93.184.216.34".parse().expect("ip")),
+        Err(Public)
+    );
+    assert_eq!(
+        policy.check_ip("169.254.169.254".parse().expect("ip")),
+        Err(Metadata)
+    );
+    // Not a configuration key.
+    assert!(!toml_key_exists("private_only"));
+}
+
+fn toml_key_exists(key: &str) -> bool {
+    serde_json::to_value(Policy::default())
+        .expect("serialises")
+        .get(key)
+        .is_some()
+}
 
 #[test]
 fn reason_names_match_serde() {

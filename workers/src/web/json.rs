@@ -2,7 +2,8 @@
 //! missing or `null` is absent, a field of another type than expected is an error naming its
 //! path (`results[2].url is a number, not a string`).
 //!
-//! Not here: what the fields mean (each provider's module).
+//! Not here: what the fields mean (each caller's module: the search providers, the fallback
+//! extraction providers).
 
 use serde_json::{Map, Value};
 
@@ -101,6 +102,37 @@ impl<'a> Object<'a> {
                 type_name(other)
             )),
         }
+    }
+
+    /// An object field, absent when missing or null.
+    pub(crate) fn object(&self, key: &str) -> Result<Option<Object<'a>>, String> {
+        match self.present(key) {
+            None => Ok(None),
+            Some(value) => Object::at(value, self.field_path(key)).map(Some),
+        }
+    }
+
+    /// A boolean field, absent when missing or null.
+    pub(crate) fn boolean(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.present(key) {
+            None => Ok(None),
+            Some(Value::Bool(flag)) => Ok(Some(*flag)),
+            Some(other) => Err(format!(
+                "{} is {}, not a boolean",
+                self.field_path(key),
+                type_name(other)
+            )),
+        }
+    }
+
+    /// Whether the field is there and not null.
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.present(key).is_some()
+    }
+
+    /// The raw value of a field, absent when missing or null.
+    pub(crate) fn value(&self, key: &str) -> Option<&'a Value> {
+        self.present(key)
     }
 
     /// An array field, empty when missing or null.
