@@ -176,7 +176,7 @@ fn scoped_headers<'de, D: serde::Deserializer<'de>>(
     }
     match Given::deserialize(deserializer)? {
         Given::Scoped(list) => Ok(list),
-        Given::Bare(map) if map.is_empty() => Ok(Vec::new()),
+        // Even an empty map: the documented form is the list (as the OpenAPI schema says).
         Given::Bare(_) => Err(serde::de::Error::custom(
             "credentials.headers must name the origin they are sent to: \
              [{\"origin\": \"https://app.example.com\", \"headers\": {\"authorization\": \"...\"}}]",
