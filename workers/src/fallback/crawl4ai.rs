@@ -146,13 +146,8 @@ pub(super) fn read_crawl(url: &Url, answer: &serde_json::Value) -> Result<Scrape
             ));
         }
     };
-    let status = match result.count("status_code").map_err(invalid)? {
-        Some(status) => u16::try_from(status)
-            .ok()
-            .filter(|status| (100..600).contains(status))
-            .ok_or_else(|| invalid(format!("status_code {status} is no status")))?,
-        None => 200,
-    };
+    let status = super::page_status(result.count("status_code").map_err(invalid)?, "status_code")
+        .map_err(invalid)?;
     let final_url = match result
         .text("redirected_url")
         .map_err(invalid)?

@@ -78,13 +78,7 @@ pub(super) fn read(url: &Url, answer: &serde_json::Value) -> Result<Scraped, Err
         Some(metadata) => metadata.count("statusCode").map_err(invalid)?,
         None => None,
     };
-    let status = match status {
-        Some(status) => u16::try_from(status)
-            .ok()
-            .filter(|status| (100..600).contains(status))
-            .ok_or_else(|| invalid(format!("data.metadata.statusCode {status} is no status")))?,
-        None => 200,
-    };
+    let status = super::page_status(status, "data.metadata.statusCode").map_err(invalid)?;
     let final_url = match meta("url")?.or(meta("sourceURL")?) {
         Some(text) => Url::parse(&text)
             .map_err(|error| invalid(format!("data.metadata.url {text:?}: {error}")))?,

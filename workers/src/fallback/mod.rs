@@ -32,9 +32,9 @@ use url::Url;
 
 pub use crate::job::Fallback;
 use crate::job::{ErrorCode, JobError};
+use crate::web;
 use crate::web::dns::{ResolveFailure, resolve_checked};
 use crate::web::ssrf::BlockReason;
-use crate::web::{self};
 
 /// Firecrawl's hosted API: the one public base URL a Firecrawl provider may have.
 pub const FIRECRAWL_HOSTED: &str = "https://api.firecrawl.dev/";
@@ -277,6 +277,17 @@ fn one_line(message: &str) -> String {
     match flat.char_indices().nth(200) {
         Some((index, _)) => format!("{}…", &flat[..index]),
         None => flat,
+    }
+}
+
+/// A page status a provider reported (`field` names it), 200 when it did not say.
+fn page_status(status: Option<u32>, field: &str) -> Result<u16, String> {
+    match status {
+        Some(status) => u16::try_from(status)
+            .ok()
+            .filter(|status| (100..600).contains(status))
+            .ok_or_else(|| format!("{field} {status} is no status")),
+        None => Ok(200),
     }
 }
 
