@@ -172,7 +172,8 @@ fn scoped_headers<'de, D: serde::Deserializer<'de>>(
     #[serde(untagged)]
     enum Given {
         Scoped(Vec<OriginHeaders>),
-        Bare(HashMap<String, String>),
+        // Matched for its shape only (a map of names to values), to answer it clearly.
+        Bare(#[allow(dead_code)] HashMap<String, String>),
     }
     match Given::deserialize(deserializer)? {
         Given::Scoped(list) => Ok(list),
