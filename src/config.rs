@@ -192,6 +192,10 @@ impl Config {
             .fetch
             .resolve_keys(&environment_variable)
             .map_err(Error::Fetch)?;
+        // So is the proxy environment, when trusted (checked by `validate`).
+        if config.proxy.trust_env {
+            config.proxy.environment = web::proxy::Environment::read(environment_variable);
+        }
         Ok(config)
     }
 

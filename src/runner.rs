@@ -588,7 +588,7 @@ async fn fetch_or_render(
     job: &FetchJob,
     guard: Option<&trawl_workers::web::client::RedirectGuard>,
 ) -> Result<fetch::Fetched, JobError> {
-    if deps.fetch.providers.straight(job.fallback) {
+    if deps.fetch.providers.straight(job.fallback_choice()) {
         return fetch::by_provider(&deps.fetch, job).await;
     }
     let outcome = own_fetch_or_render(deps, job, guard).await;
@@ -1018,6 +1018,11 @@ pub fn options_hash(job: &FetchJob, tenant: &Tenant) -> String {
         key.push_str(";headers=");
         key.push_str(&job.headers.digest());
     }
+    if !job.credentials.is_empty() {
+        // So are the credentials.
+        key.push_str(";credentials=");
+        key.push_str(&job.credentials.digest());
+    }
     if !job.shares_cache() {
         key.push_str(";tenant=");
         key.push_str(tenant.as_str());
@@ -1049,6 +1054,42 @@ mod tests {
             options_hash(&with("a"), &tenant),
             options_hash(&with("a"), &tenant)
         );
+    }
+
+    #[test]
+    fn credentials_are_part_of_the_cache_key_and_keep_the_page_private() {
+        let rendered = FetchJob {
+            render: trawl_workers::job::Render::Flag(true),
+            ..FetchJob::new("https://example.com/")
+        };
+        let signed_in = |token: &str| FetchJob {
+            credentials: serde_json::from_value(serde_json::json!({
+                "local_storage": {"https://example.com": {"token": token, "theme": "dark"}},
+            }))
+            .expect("credentials"),
+            ..rendered.clone()
+        };
+        assert!(rendered.shares_cache() && !signed_in("a").shares_cache());
+        let (a, b) = (Tenant::default(), Tenant::new("b").expect("a tenant"));
+        assert_ne!(
+            options_hash(&rendered, &a),
+            options_hash(&signed_in("a"), &a)
+        );
+        assert_ne!(
+            options_hash(&signed_in("a"), &a),
+            options_hash(&signed_in("b"), &a)
+        );
+        assert_ne!(
+            options_hash(&signed_in("a"), &a),
+            options_hash(&signed_in("a"), &b)
+        );
+        // Map order is not part of it (the entries' digest is canonical).
+        for _ in 0..8 {
+            assert_eq!(
+                options_hash(&signed_in("a"), &a),
+                options_hash(&signed_in("a"), &a)
+            );
+        }
     }
 
     #[test]

@@ -64,6 +64,12 @@ pub struct FetchRequest {
     /// `fetch.fallback`. The request's headers never go to a provider.
     #[serde(default)]
     pub fallback: Option<trawl_workers::job::Fallback>,
+    /// With `render: true`: cookies, per-origin headers and localStorage entries the browser
+    /// sets before the page loads (as a browse job's). Secrets, shown as counts when the job
+    /// is read back; the page is cached for the caller alone and never sent to a fallback
+    /// provider.
+    #[serde(default)]
+    pub credentials: trawl_workers::job::Credentials,
 }
 
 /// The answer when the fetch did not end within the wait: the job goes on.
@@ -105,6 +111,7 @@ pub(super) async fn fetch(
         proxy: request.proxy,
         headers: request.headers,
         fallback: request.fallback,
+        credentials: request.credentials,
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

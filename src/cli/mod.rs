@@ -332,9 +332,11 @@ pub fn error_line(error: &anyhow::Error) -> String {
     line
 }
 
-/// `--proxy URL` (repeatable) of `run` and `crawl`: replaces `proxy.urls` when given.
+/// `--proxy URL` (repeatable) of `run` and `crawl`: replaces `proxy.urls` when given, and
+/// the environment's proxies (`proxy.trust_env`) with them.
 fn use_proxies(config: &mut Config, urls: &[String]) {
     if !urls.is_empty() {
+        config.proxy.trust_env = false;
         config.proxy.urls = urls
             .iter()
             .map(trawl_workers::web::proxy::ProxyUrl::new)

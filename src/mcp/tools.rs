@@ -689,6 +689,7 @@ async fn web_fetch(
         proxy: None,
         headers: request.headers,
         fallback: None,
+        credentials: Default::default(),
     };
     job.validate().map_err(ApiError::invalid)?;
     if request.timeout_secs.is_some_and(|seconds| seconds > 3_600) {

@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use testkit::FixtureServer;
-use testkit::browser::{CrashTab, JS_BUILT_TEXT, site_dns};
+use testkit::browser::{CrashTab, JS_BUILT_TEXT, MEMBERS_TEXT, site_dns};
 use trawl::app::{Deps, Shutdown};
 use trawl::deps::Parts;
 use trawl_workers::browse::pool::{CookieSpec, Credentials, OriginHeaders};
@@ -833,6 +833,152 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
                 Job::Search(_) => panic!("this test submits no search job"),
             }
         }
+    });
+}
+
+/// Runs `job` through the runner on `context` and returns its result, which must succeed.
+async fn run_to_success(context: &Deps, job: &Job) -> serde_json::Value {
+    let record = run_job(context, job).await;
+    assert_eq!(record.status, trawl::store::Status::Succeeded, "{record:?}");
+    record.result.expect("a result")
+}
+
+/// Runs `job` through the runner on `context` and returns its ended record.
+async fn run_job(context: &Deps, job: &Job) -> trawl::store::JobRecord {
+    let id = ulid::Ulid::generate().to_string();
+    context
+        .store
+        .create_jobs(&[trawl::store::NewJob::new(&id, job, 3)])
+        .await
+        .expect("job recorded");
+    trawl::runner::process(
+        context,
+        &trawl::queue::Envelope::new(id.clone(), job.clone()),
+    )
+    .await
+    .expect("processed");
+    context
+        .store
+        .job(&id)
+        .await
+        .expect("store answers")
+        .expect("job exists")
+}
+
+#[test]
+fn signed_in_renders_and_the_archive_action_reach_the_archive_index() {
+    run(async {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = temp_store(dir.path()).await;
+        let context = deps_over(&store, &temp_queue(dir.path()).await, true);
+        let origin = format!("http://site.test:{}", shared().fixture.addr().port());
+        let members = site("/browser/members");
+        let credentials = Credentials {
+            cookies: vec![CookieSpec {
+                name: "member".to_owned(),
+                value: "gold-secret".to_owned(),
+                url: Some(format!("{origin}/")),
+                domain: None,
+                path: None,
+                secure: false,
+                http_only: false,
+            }],
+            headers: Vec::new(),
+            local_storage: [(
+                origin.clone(),
+                [("token".to_owned(), "storage-secret".to_owned())].into(),
+            )]
+            .into(),
+        };
+        let signed_in = Job::Fetch(FetchJob {
+            render: Render::Flag(true),
+            archive: true,
+            credentials,
+            ..FetchJob::new(members.clone())
+        });
+        let stored = signed_in.redacted_json().to_string();
+        assert!(!stored.contains("secret"), "{stored}");
+        let result = run_to_success(&context, &signed_in).await;
+        assert_eq!(result["extractor"], "browser", "{result}");
+        let text = result["content"]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(MEMBERS_TEXT), "signed in: {text}");
+        let request = shared()
+            .fixture
+            .requests()
+            .into_iter()
+            .rfind(|request| request.path_and_query == "/browser/members")
+            .expect("the page was requested");
+        assert!(
+            request
+                .header("cookie")
+                .is_some_and(|cookie| cookie.contains("member=gold-secret")),
+            "{request:?}"
+        );
+        // The same URL without the credentials is another page: not served from the
+        // signed-in one's cache entry.
+        let signed_out = Job::Fetch(FetchJob {
+            render: Render::Flag(true),
+            ..FetchJob::new(members.clone())
+        });
+        // (A short sign-in page may also fail as a login wall: either way, not the notes.)
+        let record = run_job(&context, &signed_out).await;
+        if let Some(result) = &record.result {
+            assert_eq!(result["cached"], false, "{result}");
+            let text = result["content"]["text"].as_str().unwrap_or_default();
+            assert!(!text.contains(MEMBERS_TEXT), "signed out: {text}");
+        }
+        assert!(
+            record.error.is_some() || record.result.is_some(),
+            "{record:?}"
+        );
+
+        // A browse job that stores nothing itself: only its `archive` action's page goes on.
+        let browse = Job::Browse(BrowseJob {
+            url: site("/browser/form"),
+            actions: actions(r#"[{"action": "archive"}]"#),
+            profile: Profile::Desktop,
+            credentials: Credentials::default(),
+            store: false,
+            archive: false,
+        });
+        let result = run_to_success(&context, &browse).await;
+        assert!(result["steps"][0]["page_id"].is_string(), "{result}");
+        assert_eq!(store.archive_pending().await.expect("counted"), 2);
+
+        let archiver = trawl::archive::Archiver::open(
+            store.clone(),
+            dir.path(),
+            trawl::archive::Config {
+                commit_ms: 3_600_000,
+                writer_heap_mb: 20,
+                ..trawl::archive::Config::default()
+            },
+            context.fetch.client.request_headers(),
+        )
+        .expect("archive opens");
+        let index = archiver.index().clone();
+        let stats = archiver
+            .run(trawl::archive::Stop::Drain, crate::stopped())
+            .await
+            .expect("drains");
+        assert_eq!((stats.pages, stats.failed), (2, 0), "{stats:?}");
+        index.reload().expect("reloads");
+        // The pages each search finds (a page may give several chunks).
+        let search = |text: &str| {
+            index
+                .search(&trawl_workers::archive::index::SearchQuery::new(text))
+                .expect("searches")
+                .into_iter()
+                .map(|hit| hit.url)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(search("lighthouse keepers Orsay schooner"), vec![members]);
+        assert_eq!(
+            search("\"Sign in\" email password country"),
+            vec![site("/browser/form")]
+        );
     });
 }
 

@@ -1,6 +1,6 @@
 //! The real `trawl` binary end to end: run (arguments, files, stdin, --out), fetch, read,
-//! grep, status, pages, crawl --out, archive --crawl, extract, configuration errors, and the
-//! default policy refusing loopback.
+//! grep, status, pages, crawl --out, archive --crawl, extract, configuration errors, the
+//! environment's proxy (`proxy.trust_env`), and the default policy refusing loopback.
 
 use std::path::Path;
 use std::process::Output;
@@ -421,6 +421,83 @@ async fn fetch_prints_one_page_then_serves_it_from_the_cache() {
         "{}",
         stderr(&refused)
     );
+}
+
+/// `trawl` with the proxy environment given here only (none from the test's own).
+fn with_proxy_environment(data_dir: &Path, pairs: &[(&str, &str)]) -> tokio::process::Command {
+    let mut command = trawl(data_dir);
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"] {
+        command.env_remove(name).env_remove(name.to_lowercase());
+    }
+    for (name, value) in pairs {
+        command.env(name, value);
+    }
+    command
+}
+
+#[tokio::test]
+async fn fetch_goes_through_the_environments_proxy_only_when_trusted() {
+    let server = FixtureServer::start().await.expect("fixture");
+    let proxy = testkit::ForwardProxy::start(server.addr()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A name only the proxy can resolve: the tests' network has no DNS at all.
+    let page = |path: &str| format!("http://news.example:{}{path}", server.addr().port());
+    let proxy_url = proxy.url("ada");
+    let trusting = [
+        ("TRAWL_PROXY__TRUST_ENV", "true"),
+        ("http_proxy", proxy_url.as_str()),
+    ];
+    let fetched = output(
+        with_proxy_environment(dir.path(), &trusting)
+            .args(["fetch", "--json"])
+            .arg(page("/article/1")),
+    )
+    .await;
+    assert!(fetched.status.success(), "{}", stderr(&fetched));
+    let result: serde_json::Value = serde_json::from_str(&stdout(&fetched)).expect("json");
+    assert_eq!(result["status"], 200, "{result}");
+    assert_eq!(proxy.asked(), vec![page("/article/1")]);
+    assert_eq!(server.hits("/article/1"), 1);
+
+    // NO_PROXY names the host: fetched directly, where the name does not resolve.
+    let direct = output(
+        with_proxy_environment(
+            dir.path(),
+            &[trusting[0], trusting[1], ("NO_PROXY", "news.example")],
+        )
+        .args(["fetch"])
+        .arg(page("/article/2")),
+    )
+    .await;
+    assert!(!direct.status.success(), "{}", stdout(&direct));
+    // Not trusted: the environment is ignored.
+    let ignored = output(
+        with_proxy_environment(dir.path(), &[trusting[1]])
+            .args(["fetch"])
+            .arg(page("/article/3")),
+    )
+    .await;
+    assert!(!ignored.status.success(), "{}", stdout(&ignored));
+    assert_eq!(proxy.asked().len(), 1, "{:?}", proxy.asked());
+    assert_eq!(server.hits("/article/"), 1);
+
+    // A malformed proxy variable stops trawl at start, named; the password never shows.
+    let bad = output(
+        with_proxy_environment(
+            dir.path(),
+            &[trusting[0], ("HTTPS_PROXY", "gopher://ada:s3cret@proxy:70")],
+        )
+        .args(["fetch"])
+        .arg(page("/article/4")),
+    )
+    .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let message = stderr(&bad);
+    assert!(
+        message.contains("proxy.trust_env: HTTPS_PROXY"),
+        "{message}"
+    );
+    assert!(!message.contains("s3cret"), "{message}");
 }
 
 #[tokio::test]

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use testkit::FixtureServer;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use testkit::{FixtureServer, ForwardProxy};
 use trawl::api::{self, AppState, TokenEntry};
 use trawl::app::Shutdown;
 use trawl::config::{Config, Secret};
@@ -373,68 +372,4 @@ on_both_engines!(
 /// Percent-encodes a query value.
 fn urlencode(value: &str) -> String {
     url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
-}
-
-/// A plain-HTTP forward proxy that sends every request to one address (the fixture server):
-/// enough to make a fetch go through "a proxy of its own".
-struct ForwardProxy {
-    address: std::net::SocketAddr,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ForwardProxy {
-    async fn start(target: std::net::SocketAddr) -> ForwardProxy {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("binds");
-        let address = listener.local_addr().expect("address");
-        let task = tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match client.read(&mut byte).await {
-                            Ok(1) => head.push(byte[0]),
-                            _ => return,
-                        }
-                    }
-                    // `GET http://host:port/path HTTP/1.1` → `GET /path HTTP/1.1`.
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    let Some((line, rest)) = head.split_once("\r\n") else {
-                        return;
-                    };
-                    let mut parts = line.splitn(3, ' ');
-                    let (Some(method), Some(target_url), Some(version)) =
-                        (parts.next(), parts.next(), parts.next())
-                    else {
-                        return;
-                    };
-                    let path = url::Url::parse(target_url)
-                        .map(|url| url[url::Position::BeforePath..].to_owned())
-                        .unwrap_or_else(|_| target_url.to_owned());
-                    let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
-                        return;
-                    };
-                    let request = format!("{method} {path} {version}\r\n{rest}");
-                    if upstream.write_all(request.as_bytes()).await.is_err() {
-                        return;
-                    }
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-                });
-            }
-        });
-        ForwardProxy { address, task }
-    }
-
-    /// The proxy's URL with a user name (each tenant's own credentials).
-    fn url(&self, user: &str) -> String {
-        format!("http://{user}:secret@{}", self.address)
-    }
-}
-
-impl Drop for ForwardProxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }

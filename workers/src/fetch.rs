@@ -473,7 +473,7 @@ pub async fn rescue(
     outcome: Result<Fetched, JobError>,
     guard: Option<&web::client::RedirectGuard>,
 ) -> Result<Fetched, JobError> {
-    let chosen = deps.providers.chosen(job.fallback);
+    let chosen = deps.providers.chosen(job.fallback_choice());
     if chosen.is_empty() || !wants_rescue(&outcome) {
         return outcome;
     }
@@ -532,7 +532,7 @@ pub async fn by_provider(deps: &Deps, job: &FetchJob) -> Result<Fetched, JobErro
         .map_err(|error| Error::Web(error).to_job_error())?;
     let mut failures: Vec<String> = Vec::new();
     let mut last: Option<JobError> = None;
-    for provider in deps.providers.chosen(job.fallback) {
+    for provider in deps.providers.chosen(job.fallback_choice()) {
         let attempt = match provider {
             Ok(provider) => ask(deps, provider, &url, job.format, None, started).await,
             Err(unconfigured) => Err(unconfigured.to_job_error()),

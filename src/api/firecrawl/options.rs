@@ -484,6 +484,7 @@ impl ScrapeOptions {
             proxy: None,
             headers: self.custom_headers(),
             fallback: None,
+            credentials: Default::default(),
         };
         job.validate().map_err(FcError::bad_request)?;
         Ok(Planned {

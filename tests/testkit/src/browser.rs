@@ -48,6 +48,11 @@ impl CrashTab for Lease {
 pub const JS_BUILT_TEXT: &str =
     "The harbour pilots of Valmora rowed out before dawn to meet every ship";
 
+/// What the members' page shows signed in (its cookie and localStorage token set), and never
+/// signed out.
+pub const MEMBERS_TEXT: &str =
+    "The lighthouse keepers of Orsay logged every passing schooner by lantern light";
+
 /// Pages by name; `origin` is the fixture's own origin (for absolute links), `loopback` the
 /// `127.0.0.1:PORT` address (what the private-address pages try to reach).
 pub fn page(name: &str, loopback: &str) -> Option<String> {
@@ -65,6 +70,7 @@ pub fn page(name: &str, loopback: &str) -> Option<String> {
         }
         "large" => large_page(),
         "state" => STATE.to_owned(),
+        "members" => MEMBERS.replace("{text}", MEMBERS_TEXT),
         _ => return None,
     })
 }
@@ -152,6 +158,21 @@ fn large_page() -> String {
     html.push_str("<p id=\"end\">The end of the large page.</p></main></body></html>");
     html
 }
+
+/// A page signed in by its visitor's state: with a `member` cookie and a `token` in
+/// localStorage its script writes the members' notes; otherwise it asks to sign in.
+const MEMBERS: &str = r#"<!DOCTYPE html><html lang="en"><head><title>Members</title></head>
+<body><main id="main"><h1>Members only</h1><p>Sign in to read the members' notes.</p></main>
+<script>
+if (localStorage.getItem('token') && document.cookie.includes('member=')) {
+  let notes = '<h1>Members notes</h1>';
+  for (let n = 1; n <= 6; n++) {
+    notes += '<p>{text}, note ' + n + ': the tide tables, the names of the crews and the ' +
+      'weather of each crossing, in a careful hand that the archive keeps to this day.</p>';
+  }
+  document.getElementById('main').innerHTML = notes;
+}
+</script></body></html>"#;
 
 /// A page that keeps state of its own: with `?set` in its URL it sets a cookie and a
 /// localStorage entry; it always shows both (`cookie: …; storage: …`).

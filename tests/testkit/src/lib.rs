@@ -25,7 +25,8 @@
 //! The map: `server` (listener, connections, request log), `request` and `response` (the
 //! wire), `routes` (what each path answers, by role), `prose` and `pages` (generated
 //! text and pages), `documents` and `bombs` (binary bodies), [`crawl_site`] (a generated
-//! site for a static server), [`browser`] (pages and helpers for browser tests).
+//! site for a static server), [`browser`] (pages and helpers for browser tests),
+//! [`ForwardProxy`] (a forward proxy that sends everything to one fixture).
 //!
 //! # What it does not do
 //!
@@ -45,6 +46,7 @@ pub mod crawl_site;
 
 mod bombs;
 mod documents;
+mod forward_proxy;
 mod pages;
 mod prose;
 mod request;
@@ -53,6 +55,7 @@ mod routes;
 mod server;
 
 pub use bombs::BOMB_DECOMPRESSED_LEN;
+pub use forward_proxy::ForwardProxy;
 pub use pages::{SITE_PAGES, article_author, article_page, article_title, site_page};
 pub use routes::{
     CHARSET_TEXT, CHARSET_TEXT_JA, CRAWL4AI_TOKEN, FIRECRAWL_KEY, ROBOTS_TXT, SEARCH_COOKIE,

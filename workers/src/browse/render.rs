@@ -13,7 +13,7 @@ use chromiumoxide::page::Page;
 use serde_json::Value;
 
 use super::actions::{Failure, evaluate, navigate};
-use super::{Credentials, Pool, Profile, with_timeout};
+use super::{Pool, Profile, with_timeout};
 use crate::fetch::{self, Fetched, PageInfo};
 use crate::job::{ErrorCode, Extractor, FetchJob, Format, JobError, RenderedPage};
 
@@ -22,7 +22,7 @@ pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<F
     let started = Instant::now();
     let config = pool.config();
     // A job's headers go to the URL's origin only, as a browse job's scoped credentials do.
-    let credentials = Credentials::headers_for_origin_of(&job.url, &job.headers);
+    let credentials = job.render_credentials();
     let lease = pool
         .lease(Profile::Desktop, &credentials, true)
         .await

@@ -1,4 +1,4 @@
-//! The credentials a browse job or session carries: cookies, extra request headers and
+//! The credentials a browse job, a session or a rendered fetch carries: cookies, extra request headers and
 //! localStorage entries, with their checks. Secrets: `Debug` shows only counts, and a job read
 //! back shows them redacted (`Job::redacted_json`).
 //!
@@ -80,6 +80,41 @@ impl Credentials {
                     .map(|(name, value)| (name.as_str(), value.as_str()))
             })
             .collect()
+    }
+
+    /// These credentials with `headers` added for `url`'s origin (a rendered fetch's own
+    /// headers go to its URL's origin only).
+    pub fn with_headers_for_origin_of(&self, url: &str, headers: &CustomHeaders) -> Credentials {
+        let mut credentials = self.clone();
+        credentials
+            .headers
+            .extend(Credentials::headers_for_origin_of(url, headers).headers);
+        credentials
+    }
+
+    /// A digest of every cookie, header and entry (map order aside), for cache keys: other
+    /// credentials may see another page.
+    pub fn digest(&self) -> String {
+        use sha2::Digest as _;
+        use std::collections::BTreeMap;
+        fn sorted(map: &HashMap<String, String>) -> BTreeMap<&str, &str> {
+            map.iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect()
+        }
+        let headers: Vec<(&str, BTreeMap<&str, &str>)> = self
+            .headers
+            .iter()
+            .map(|entry| (entry.origin.as_str(), sorted(&entry.headers)))
+            .collect();
+        let storage: BTreeMap<&str, BTreeMap<&str, &str>> = self
+            .local_storage
+            .iter()
+            .map(|(origin, entries)| (origin.as_str(), sorted(entries)))
+            .collect();
+        let canonical = serde_json::to_string(&(&self.cookies, headers, storage))
+            .expect("credentials are plain data and serialise");
+        hex::encode(&sha2::Sha256::digest(canonical.as_bytes())[..8])
     }
 
     /// How many headers there are, over every origin.

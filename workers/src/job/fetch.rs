@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::credentials::Credentials;
 use super::headers::CustomHeaders;
 use super::proxy::Choice;
 
@@ -81,6 +82,12 @@ pub struct FetchJob {
     /// never go to a provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
+    /// Cookies, per-origin headers and localStorage entries the browser sets before the page
+    /// loads, as a browse job's (`render: true` only: a plain fetch sends `headers` alone).
+    /// Secrets: shown as counts when the job is read back; the page is cached for the caller
+    /// only, and never sent to a fallback provider (which would see the page signed out).
+    #[serde(default, skip_serializing_if = "Credentials::is_empty")]
+    pub credentials: Credentials,
 }
 
 /// Which fallback extraction provider a fetch may ask (`fetch.fallback`, or a job's own).
@@ -175,7 +182,38 @@ impl FetchJob {
         Choice::from_option(self.proxy.as_deref())?;
         self.headers
             .check()
-            .map_err(|message| format!("headers: {message}"))
+            .map_err(|message| format!("headers: {message}"))?;
+        if !self.credentials.is_empty() {
+            if self.render != Render::Flag(true) {
+                return Err(
+                    "credentials need render: true (the browser sets cookies and \
+                            localStorage; a plain fetch sends headers only)"
+                        .to_owned(),
+                );
+            }
+            self.credentials
+                .validate()
+                .map_err(|message| format!("credentials: {message}"))?;
+        }
+        Ok(())
+    }
+
+    /// The fallback provider this job may be sent to: its own choice (else the configured
+    /// one), and none when it carries credentials (a provider would read the page signed
+    /// out, and a signed-in page's URL stays here).
+    pub fn fallback_choice(&self) -> Option<Fallback> {
+        if self.credentials.is_empty() {
+            self.fallback
+        } else {
+            Some(Fallback::None)
+        }
+    }
+
+    /// What the browser context of a rendered page carries: the job's credentials and its
+    /// headers (for the URL's origin only).
+    pub fn render_credentials(&self) -> Credentials {
+        self.credentials
+            .with_headers_for_origin_of(&self.url, &self.headers)
     }
 
     /// Whether the page this job fetches may be served to anyone who asks for the same URL
@@ -184,7 +222,9 @@ impl FetchJob {
     /// the tenant that asked. A new option that carries a caller's identity (request headers,
     /// credentials, cookies, a render script) must make this false.
     pub fn shares_cache(&self) -> bool {
-        matches!(self.proxy.as_deref(), None | Some("direct")) && self.headers.is_empty()
+        matches!(self.proxy.as_deref(), None | Some("direct"))
+            && self.headers.is_empty()
+            && self.credentials.is_empty()
     }
 
     /// Returns a fetch job for `url` with every option at its default.
@@ -199,6 +239,7 @@ impl FetchJob {
             proxy: None,
             headers: CustomHeaders::default(),
             fallback: None,
+            credentials: Credentials::default(),
         }
     }
 }
@@ -291,4 +332,67 @@ pub struct Meta {
     pub published: Option<String>,
     /// Author or byline.
     pub author: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_need_a_render_and_keep_providers_out() {
+        let credentials: Credentials = serde_json::from_value(serde_json::json!({
+            "cookies": [{"name": "session", "value": "s3cret", "url": "https://app.example.com/"}],
+        }))
+        .expect("credentials");
+        let job = FetchJob {
+            credentials: credentials.clone(),
+            fallback: Some(Fallback::Firecrawl),
+            ..FetchJob::new("https://app.example.com/inbox")
+        };
+        for render in [Render::Flag(false), Render::Mode(RenderMode::Auto)] {
+            let error = FetchJob {
+                render,
+                ..job.clone()
+            }
+            .validate()
+            .unwrap_err();
+            assert!(error.contains("credentials need render: true"), "{error}");
+        }
+        let rendered = FetchJob {
+            render: Render::Flag(true),
+            ..job.clone()
+        };
+        assert_eq!(rendered.validate(), Ok(()));
+        assert_eq!(rendered.fallback_choice(), Some(Fallback::None));
+        assert_eq!(
+            FetchJob::new("https://a.example/").fallback_choice(),
+            None,
+            "no credentials: the job's own choice"
+        );
+        let nameless = FetchJob {
+            credentials: serde_json::from_value(serde_json::json!({
+                "cookies": [{"name": "", "value": "v", "url": "https://app.example.com/"}],
+            }))
+            .expect("parses"),
+            ..rendered.clone()
+        };
+        assert!(
+            nameless
+                .validate()
+                .unwrap_err()
+                .starts_with("credentials: ")
+        );
+        // The browser context carries the job's credentials and its headers for its origin.
+        let with_headers = FetchJob {
+            headers: [("X-Token", "t")].into_iter().collect(),
+            ..rendered
+        };
+        let context = with_headers.render_credentials();
+        assert!(context.cookies == credentials.cookies);
+        assert_eq!(
+            context.headers_for("https://app.example.com"),
+            vec![("x-token", "t")]
+        );
+        assert!(context.headers_for("https://cdn.example.com").is_empty());
+    }
 }

@@ -123,14 +123,17 @@ impl Job {
                 .collect();
             value["actions"] = serde_json::to_value(actions).expect("actions serialise");
         }
-        if let Job::Browse(job) = self
-            && !job.credentials.is_empty()
-        {
+        let credentials = match self {
+            Job::Browse(job) => Some(&job.credentials),
+            Job::Fetch(job) => Some(&job.credentials),
+            Job::Search(_) => None,
+        };
+        if let Some(credentials) = credentials.filter(|credentials| !credentials.is_empty()) {
             value["credentials"] = serde_json::json!({
                 "redacted": true,
-                "cookies": job.credentials.cookies.len(),
-                "headers": job.credentials.header_count(),
-                "local_storage": job.credentials.local_storage.len(),
+                "cookies": credentials.cookies.len(),
+                "headers": credentials.header_count(),
+                "local_storage": credentials.local_storage.len(),
             });
         }
         value

@@ -13,6 +13,14 @@
 //! sends the checked address. A job's own proxy is itself a destination: its address goes
 //! through the guard like any other (a configured proxy is trusted, wherever it is).
 //!
+//! With `proxy.trust_env` the environment's proxies are used instead (`HTTP_PROXY`,
+//! `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, upper or lower case, as curl reads them; read once
+//! at start by the configuration, `Environment`): a request goes through the one for its
+//! scheme unless `NO_PROXY` names its host, and the proxy resolves the name (no lookup here
+//! first, so a fake-IP or split-horizon proxy stack sees names only); the host-name checks
+//! (IP literals, blocked names, `localhost`) still apply, and a `NO_PROXY` host is reached
+//! directly under the whole guard.
+//!
 //! Not here: sending requests (`client`), the browser's egress proxy (`browse::egress`).
 
 use serde::{Deserialize, Serialize};
@@ -30,16 +38,93 @@ pub struct Config {
     pub urls: Vec<ProxyUrl>,
     /// How a request picks one of them.
     pub rotation: Rotation,
+    /// Use the environment's proxies (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`)
+    /// and let them resolve names; not together with `urls`.
+    pub trust_env: bool,
+    /// The proxy environment, read at start when `trust_env` is set (never serialised).
+    #[serde(skip)]
+    pub environment: Environment,
 }
 
 impl Config {
-    /// Checks every URL.
+    /// Checks every URL, the environment's too when it is trusted.
     pub fn validate(&self) -> Result<(), String> {
         for (number, url) in self.urls.iter().enumerate() {
             url.parse()
                 .map_err(|error| format!("proxy.urls[{number}]: {error}"))?;
         }
+        if self.trust_env {
+            if !self.urls.is_empty() {
+                return Err("proxy.trust_env and proxy.urls are both set: use the \
+                            environment's proxies or the listed ones, not both"
+                    .to_owned());
+            }
+            for (variable, url) in self.environment.proxies() {
+                url.parse().map_err(|error| {
+                    format!("proxy.trust_env: {variable} = {}: {error}", url.redacted())
+                })?;
+            }
+        }
         Ok(())
+    }
+}
+
+/// The environment's proxy settings, as curl reads them: the first set (non-empty) of each
+/// pair of names, upper case first; `ALL_PROXY` stands in for a missing `HTTP_PROXY` or
+/// `HTTPS_PROXY`; a value without a scheme is an `http://` proxy. `HTTP_PROXY` in upper case
+/// is ignored when `REQUEST_METHOD` is set (under CGI a client's `Proxy:` header arrives as
+/// `HTTP_PROXY`: "httpoxy").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Environment {
+    /// For `http://` URLs: the variable it came from and the proxy.
+    pub http: Option<(String, ProxyUrl)>,
+    /// For `https://` URLs: the variable it came from and the proxy.
+    pub https: Option<(String, ProxyUrl)>,
+    /// `NO_PROXY`: hosts, domains (and their subdomains), IP addresses and networks reached
+    /// directly; `*` for every host.
+    pub no_proxy: String,
+}
+
+impl Environment {
+    /// Reads the settings through `lookup` (a variable's value, if set).
+    pub fn read(lookup: impl Fn(&str) -> Option<String>) -> Environment {
+        let cgi = lookup("REQUEST_METHOD").is_some();
+        let first = |names: &[&str]| {
+            names.iter().find_map(|name| {
+                let value = lookup(name)?;
+                let value = value.trim();
+                (!value.is_empty()).then(|| {
+                    let url = if value.contains("://") {
+                        value.to_owned()
+                    } else {
+                        format!("http://{value}")
+                    };
+                    ((*name).to_owned(), ProxyUrl::new(url))
+                })
+            })
+        };
+        let all = first(&["ALL_PROXY", "all_proxy"]);
+        let http = if cgi {
+            first(&["http_proxy"])
+        } else {
+            first(&["HTTP_PROXY", "http_proxy"])
+        };
+        Environment {
+            http: http.or_else(|| all.clone()),
+            https: first(&["HTTPS_PROXY", "https_proxy"]).or(all),
+            no_proxy: ["NO_PROXY", "no_proxy"]
+                .iter()
+                .find_map(|name| lookup(name).filter(|value| !value.trim().is_empty()))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The proxies set, with the variable each came from.
+    pub fn proxies(&self) -> impl Iterator<Item = (&str, &ProxyUrl)> {
+        [&self.http, &self.https]
+            .into_iter()
+            .flatten()
+            .map(|(variable, url)| (variable.as_str(), url))
     }
 }
 
@@ -100,10 +185,108 @@ mod tests {
         }
         let config = Config {
             urls: vec![ProxyUrl::new("http://a:1"), ProxyUrl::new("gopher://b:2")],
-            rotation: Rotation::Host,
+            ..Config::default()
         };
         let error = config.validate().unwrap_err();
         assert!(error.starts_with("proxy.urls[1]"), "{error}");
+    }
+
+    fn environment(pairs: &[(&str, &str)]) -> Environment {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        Environment::read(|name| map.get(name).cloned())
+    }
+
+    fn proxy_of(entry: &Option<(String, ProxyUrl)>) -> Option<(String, String)> {
+        entry
+            .as_ref()
+            .map(|(variable, url)| (variable.clone(), url.label()))
+    }
+
+    #[test]
+    fn the_environment_is_read_as_curl_reads_it() {
+        let read = environment(&[
+            ("HTTP_PROXY", "proxy.internal:3128"),
+            ("http_proxy", "http://other:1"),
+            ("https_proxy", "http://ada:pw@secure.internal:8443/"),
+            ("ALL_PROXY", "socks5h://all.internal:1080"),
+            ("no_proxy", "intranet.example, 10.0.0.0/8"),
+        ]);
+        assert_eq!(
+            proxy_of(&read.http),
+            Some((
+                "HTTP_PROXY".to_owned(),
+                "http://proxy.internal:3128".to_owned()
+            )),
+            "upper case first; no scheme: http"
+        );
+        assert_eq!(
+            proxy_of(&read.https),
+            Some((
+                "https_proxy".to_owned(),
+                "http://secure.internal:8443".to_owned()
+            ))
+        );
+        assert_eq!(read.no_proxy, "intranet.example, 10.0.0.0/8");
+        assert!(!format!("{read:?}").contains("pw@"), "{read:?}");
+        // ALL_PROXY stands in for what is missing; empty values are unset.
+        let read = environment(&[
+            ("all_proxy", "socks5h://all.internal:1080"),
+            ("HTTPS_PROXY", " "),
+        ]);
+        assert_eq!(
+            proxy_of(&read.https),
+            Some((
+                "all_proxy".to_owned(),
+                "socks5h://all.internal:1080".to_owned()
+            ))
+        );
+        assert_eq!(proxy_of(&read.http), proxy_of(&read.https));
+        // Under CGI, HTTP_PROXY may be a client's header: only the lower-case name counts.
+        let read = environment(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "evil:1")]);
+        assert_eq!(read.http, None);
+        assert_eq!(environment(&[]), Environment::default());
+    }
+
+    #[test]
+    fn a_trusted_environment_is_checked_and_excludes_listed_proxies() {
+        let trusting = |pairs: &[(&str, &str)]| Config {
+            trust_env: true,
+            environment: environment(pairs),
+            ..Config::default()
+        };
+        assert_eq!(trusting(&[]).validate(), Ok(()), "no proxy set: direct");
+        assert_eq!(
+            trusting(&[("https_proxy", "proxy:3128")]).validate(),
+            Ok(())
+        );
+        let error = trusting(&[("HTTPS_PROXY", "gopher://proxy:70")])
+            .validate()
+            .unwrap_err();
+        assert!(
+            error.starts_with("proxy.trust_env: HTTPS_PROXY = gopher://proxy:70"),
+            "{error}"
+        );
+        let error = trusting(&[("ALL_PROXY", "http://ada:s3cret@proxy:1/path")])
+            .validate()
+            .unwrap_err();
+        assert!(
+            error.contains("ALL_PROXY") && !error.contains("s3cret"),
+            "{error}"
+        );
+        let both = Config {
+            urls: vec![ProxyUrl::new("http://a:1")],
+            ..trusting(&[])
+        };
+        assert!(both.validate().unwrap_err().contains("both set"));
+        // Not trusted: the environment is not even looked at.
+        let ignored = Config {
+            trust_env: false,
+            ..trusting(&[("HTTPS_PROXY", "gopher://proxy:70")])
+        };
+        assert_eq!(ignored.validate(), Ok(()));
     }
 
     #[test]

@@ -30,6 +30,7 @@ fn proxied(site: &Site, urls: &[String], rotation: Rotation) -> web::Client {
         .with_proxies(&proxy::Config {
             urls: urls.iter().map(ProxyUrl::new).collect(),
             rotation,
+            ..proxy::Config::default()
         })
         .expect("proxies configured")
 }
@@ -87,6 +88,116 @@ async fn a_configured_http_proxy_carries_fetches_and_names_are_still_checked() {
         Some(200)
     );
     assert_eq!(egress.stats().connections, through);
+}
+
+#[tokio::test]
+async fn the_environments_proxy_resolves_names_and_no_proxy_hosts_go_direct() {
+    let site = Site::start().await;
+    // The proxy's own DNS answers `private.test` with a public address (split horizon): the
+    // client's would refuse it, but through the environment's proxy the proxy resolves.
+    let public: std::net::IpAddr = crate::PUBLIC.parse().expect("ip");
+    let proxy_dns = web::StaticDns::new()
+        .answer("private.test", &[public])
+        .answer("site.test", &[public])
+        .dial(public, site.server.addr().ip());
+    let egress = Egress::start(
+        Arc::new(Policy::default()),
+        Dns::Static(Arc::new(proxy_dns)),
+        Limits::default(),
+    )
+    .await
+    .expect("proxy starts");
+    let label = format!("http://{}", egress.addr());
+    let environment = proxy::Environment::read(|name| match name {
+        // No scheme: an http:// proxy, as curl reads it.
+        "http_proxy" => Some(egress.addr().to_string()),
+        "NO_PROXY" => Some("other.test, mixed.test".to_owned()),
+        _ => None,
+    });
+    let trusting = proxy::Config {
+        trust_env: true,
+        environment: environment.clone(),
+        ..proxy::Config::default()
+    };
+    let client = site
+        .client
+        .clone()
+        .with_proxies(&trusting)
+        .expect("the environment's proxy");
+    assert_eq!(client.proxy_labels(), vec![label]);
+    assert_eq!(
+        get(
+            &client,
+            &site.url_on("private.test", "/"),
+            &Choice::Configured
+        )
+        .await
+        .ok(),
+        Some(200),
+        "the proxy resolved the name"
+    );
+    let through = egress.stats().connections;
+    assert!(through >= 1, "the fetch went through the proxy");
+    // The host-name checks stay: literal addresses and metadata names never reach the proxy.
+    for url in [
+        "http://127.0.0.1:9/secret".to_owned(),
+        site.url_on("metadata.google.internal", "/secret"),
+    ] {
+        let parsed = url::Url::parse(&url).expect("url");
+        let error = client
+            .get_with(&parsed, None, &Choice::Configured)
+            .await
+            .expect_err(&url);
+        assert_eq!(
+            error.code(),
+            ErrorCode::BlockedDestination,
+            "{url}: {error}"
+        );
+    }
+    // NO_PROXY hosts go direct, under the whole guard (mixed.test has a private answer).
+    assert_eq!(
+        get(
+            &client,
+            &site.url_on("other.test", "/"),
+            &Choice::Configured
+        )
+        .await
+        .ok(),
+        Some(200)
+    );
+    let error = get(
+        &client,
+        &site.url_on("mixed.test", "/secret"),
+        &Choice::Configured,
+    )
+    .await
+    .expect_err("a private answer, directly");
+    assert_eq!(error.code(), ErrorCode::BlockedDestination, "{error}");
+    assert_eq!(
+        egress.stats().connections,
+        through,
+        "none of these used the proxy"
+    );
+    assert_eq!(site.server.hits("/secret"), 0);
+    // Not trusted, the same environment is ignored: the client's own lookup refuses.
+    let ignoring = site
+        .client
+        .clone()
+        .with_proxies(&proxy::Config {
+            trust_env: false,
+            environment,
+            ..proxy::Config::default()
+        })
+        .expect("no proxies");
+    assert!(ignoring.proxy_labels().is_empty());
+    let error = get(
+        &ignoring,
+        &site.url_on("private.test", "/"),
+        &Choice::Configured,
+    )
+    .await
+    .expect_err("private.test is private here");
+    assert_eq!(error.code(), ErrorCode::BlockedDestination, "{error}");
 }
 
 #[tokio::test]

@@ -107,6 +107,7 @@ impl Client {
                     proxy: None,
                     trusted: false,
                     policy: Some(trusted.policy.clone()),
+                    resolve_first: false,
                 },
                 trusted.policy.clone(),
             )

@@ -1,6 +1,7 @@
 //! How a request goes out: directly, through one of the configured proxies (round-robin or
-//! sticky per host, a connection pool each), or through a job's own proxy (checked like any
-//! destination, built on first use). Builds the reqwest clients behind each route, all with
+//! sticky per host, a connection pool each), through the environment's proxy for its scheme
+//! (`proxy.trust_env`, unless `NO_PROXY` names the host), or through a job's own proxy
+//! (checked like any destination, built on first use). Builds the reqwest clients behind each route, all with
 //! the guard's resolver and the configured limits.
 //!
 //! Not here: proxy configuration and the rotation rule (`web::proxy`), or sending.
@@ -26,12 +27,23 @@ pub(super) struct Proxies {
     rotation: Rotation,
     /// Requests routed so far, for round-robin.
     counter: AtomicUsize,
+    /// The environment's proxies, when trusted and no list is configured.
+    environment: Option<FromEnvironment>,
     own: std::sync::Mutex<HashMap<ProxyUrl, reqwest::Client>>,
+}
+
+/// `proxy.trust_env`: a proxy per scheme and the `NO_PROXY` rules (hyper-util's matcher, the
+/// one reqwest uses for its own environment support; only its yes-or-no is taken here).
+struct FromEnvironment {
+    http: Option<Proxied>,
+    https: Option<Proxied>,
+    matcher: hyper_util::client::proxy::matcher::Matcher,
 }
 
 /// Jobs' own proxies kept built at once; beyond, the oldest set is dropped.
 const OWN_PROXIES_KEPT: usize = 16;
 
+#[derive(Clone)]
 struct Proxied {
     label: String,
     http: reqwest::Client,
@@ -47,6 +59,9 @@ pub(super) struct Route {
     /// The policy the connected address is checked under, when not the client's (the
     /// trusted origin's).
     pub(super) policy: Option<Arc<Policy>>,
+    /// A proxy that resolves names, whose names are looked up here first (not the
+    /// environment's: `proxy.trust_env` lets the proxy resolve them).
+    pub(super) resolve_first: bool,
 }
 
 /// Builds a reqwest client with the guard's resolver and limits, through `proxy` if given
@@ -98,31 +113,103 @@ impl Client {
     /// chooses otherwise): one connection pool per proxy.
     pub fn with_proxies(mut self, proxies: &proxy::Config) -> Result<Self, ClientError> {
         proxies.validate().map_err(ClientError::Proxies)?;
+        let proxied = |url: &ProxyUrl| {
+            Ok(Proxied {
+                label: url.label(),
+                http: build_http(&self.config, &self.policy, &self.dns, Some((url, true)))?,
+            })
+        };
         let configured = proxies
             .urls
             .iter()
-            .map(|url| {
-                Ok(Proxied {
-                    label: url.label(),
-                    http: build_http(&self.config, &self.policy, &self.dns, Some((url, true)))?,
-                })
-            })
+            .map(proxied)
             .collect::<Result<Vec<_>, ClientError>>()?;
+        let environment = match &proxies.environment {
+            found if proxies.trust_env && found.proxies().next().is_some() => {
+                let http = found
+                    .http
+                    .as_ref()
+                    .map(|(_, url)| proxied(url))
+                    .transpose()?;
+                // One pool when both schemes share a proxy (ALL_PROXY, or the same value).
+                let https = match (&found.https, &http) {
+                    (Some((_, url)), Some(shared)) if url.label() == shared.label => {
+                        Some(shared.clone())
+                    }
+                    (https, _) => https.as_ref().map(|(_, url)| proxied(url)).transpose()?,
+                };
+                let mut matcher = hyper_util::client::proxy::matcher::Matcher::builder()
+                    .no(found.no_proxy.as_str());
+                // The matcher is asked only whether to intercept: any proxy value will do.
+                if found.http.is_some() {
+                    matcher = matcher.http("http://proxy.invalid:1");
+                }
+                if found.https.is_some() {
+                    matcher = matcher.https("http://proxy.invalid:1");
+                }
+                Some(FromEnvironment {
+                    http,
+                    https,
+                    matcher: matcher.build(),
+                })
+            }
+            _ => None,
+        };
         self.proxies = Arc::new(Proxies {
             configured,
             rotation: proxies.rotation,
+            environment,
             ..Proxies::default()
         });
         Ok(self)
     }
 
-    /// The configured proxies' labels (`scheme://host:port`), in order.
+    /// The proxies' labels (`scheme://host:port`): the configured ones in order, else the
+    /// environment's (`http`, then `https` when another).
     pub fn proxy_labels(&self) -> Vec<String> {
+        let environment = self.proxies.environment.iter().flat_map(|found| {
+            let https = found.https.as_ref().filter(|https| {
+                found
+                    .http
+                    .as_ref()
+                    .is_none_or(|http| http.label != https.label)
+            });
+            found.http.iter().chain(https)
+        });
         self.proxies
             .configured
             .iter()
+            .chain(environment)
             .map(|proxied| proxied.label.clone())
             .collect()
+    }
+
+    /// The environment's proxy for `url`, unless `NO_PROXY` names its host.
+    fn environment_route(&self, url: &Url) -> Option<Route> {
+        let found = self.proxies.environment.as_ref()?;
+        let proxied = match url.scheme() {
+            "https" => found.https.as_ref(),
+            _ => found.http.as_ref(),
+        }?;
+        let host = url.host_str()?;
+        let authority = match url.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        };
+        let uri = http::Uri::builder()
+            .scheme(url.scheme())
+            .authority(authority)
+            .path_and_query("/")
+            .build()
+            .ok()?;
+        found.matcher.intercept(&uri)?;
+        Some(Route {
+            http: proxied.http.clone(),
+            proxy: Some(proxied.label.clone()),
+            trusted: true,
+            policy: None,
+            resolve_first: false,
+        })
     }
 
     /// How a request to `url` goes out under `choice`.
@@ -132,10 +219,13 @@ impl Client {
             proxy: None,
             trusted: false,
             policy: None,
+            resolve_first: false,
         };
         match choice {
             Choice::Direct => Ok(direct()),
-            Choice::Configured if self.proxies.configured.is_empty() => Ok(direct()),
+            Choice::Configured if self.proxies.configured.is_empty() => {
+                Ok(self.environment_route(url).unwrap_or_else(direct))
+            }
             Choice::Configured => {
                 let proxies = &self.proxies;
                 let counter = proxies.counter.fetch_add(1, Ordering::Relaxed);
@@ -149,6 +239,7 @@ impl Client {
                             proxy: Some(proxied.label.clone()),
                             trusted: true,
                             policy: None,
+                            resolve_first: true,
                         },
                         None => direct(),
                     },
@@ -191,6 +282,7 @@ impl Client {
                     proxy: Some(proxy_url.label()),
                     trusted: false,
                     policy: None,
+                    resolve_first: true,
                 })
             }
         }
@@ -198,9 +290,9 @@ impl Client {
 
     /// Before a request through a proxy that resolves names itself: the name is resolved
     /// here and refused when an answer is a blocked address (a failed lookup is left to the
-    /// proxy, which may see other DNS).
+    /// proxy, which may see other DNS). Not for the environment's proxies, trusted to resolve.
     pub(super) async fn check_name_for_proxy(&self, url: &Url, route: &Route) -> Result<(), Error> {
-        if route.proxy.is_none() {
+        if !route.resolve_first {
             return Ok(());
         }
         let Some(url::Host::Domain(host)) = url.host() else {
