@@ -73,8 +73,8 @@ pub struct Args {
     #[arg(long, value_name = "HOST")]
     pub trust_host: Vec<String>,
     /// Send fetches (robots.txt and sitemaps too) through this proxy (repeatable: requests
-    /// to one host stay on one proxy): http://, https://, socks5:// or socks5h:// URL
-    /// [config: proxy.urls].
+    /// to one host stay on one proxy): http://, https://, socks5:// or socks5h:// URL;
+    /// replaces the environment's proxies too [config: proxy.urls, proxy.trust_env].
     #[arg(long, value_name = "URL")]
     pub proxy: Vec<String>,
     /// Run no pools here: queue the crawl for the workers sharing this queue and store

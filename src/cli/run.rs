@@ -79,8 +79,8 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub fallback: Option<super::fetch::FallbackArg>,
     /// Send fetches through this proxy (repeatable: requests to one host stay on one proxy):
-    /// http://, https://, socks5:// or socks5h:// URL, credentials allowed
-    /// [config: proxy.urls].
+    /// http://, https://, socks5:// or socks5h:// URL, credentials allowed; replaces the
+    /// environment's proxies too [config: proxy.urls, proxy.trust_env].
     #[arg(long, value_name = "URL")]
     pub proxy: Vec<String>,
     /// Only fetch from these exact hosts (repeatable) [config: ssrf.allow_hosts]: a

@@ -761,24 +761,9 @@ fn queued_render_and_browse_jobs_run_through_the_runner() {
             archive: true,
         });
         for job in [render_job, browse_job] {
-            let id = ulid::Ulid::generate().to_string();
-            let record = trawl::store::NewJob::new(&id, &job, 3);
-            context
-                .store
-                .create_jobs(&[record])
-                .await
-                .expect("job recorded");
-            let envelope = trawl::queue::Envelope::new(id.clone(), job.clone());
-            trawl::runner::process(&context, &envelope)
-                .await
-                .expect("processed");
-            let record = context
-                .store
-                .job(&id)
-                .await
-                .expect("store answers")
-                .expect("job exists");
+            let record = run_job(&context, &job).await;
             assert_eq!(record.status, trawl::store::Status::Succeeded, "{record:?}");
+            let id = record.id.clone();
             let result = record.result.expect("a result");
             match job {
                 Job::Fetch(_) => {

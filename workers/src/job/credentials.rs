@@ -1,6 +1,6 @@
-//! The credentials a browse job, a session or a rendered fetch carries: cookies, extra request headers and
-//! localStorage entries, with their checks. Secrets: `Debug` shows only counts, and a job read
-//! back shows them redacted (`Job::redacted_json`).
+//! The credentials a browse job, a session or a rendered fetch carries: cookies, extra
+//! request headers and localStorage entries, with their checks. Secrets: `Debug` shows only
+//! counts, and a job read back shows them redacted (`Job::redacted_json`).
 //!
 //! Not here: applying them to a browser context (`crate::browse`).
 
@@ -80,16 +80,6 @@ impl Credentials {
                     .map(|(name, value)| (name.as_str(), value.as_str()))
             })
             .collect()
-    }
-
-    /// These credentials with `headers` added for `url`'s origin (a rendered fetch's own
-    /// headers go to its URL's origin only).
-    pub fn with_headers_for_origin_of(&self, url: &str, headers: &CustomHeaders) -> Credentials {
-        let mut credentials = self.clone();
-        credentials
-            .headers
-            .extend(Credentials::headers_for_origin_of(url, headers).headers);
-        credentials
     }
 
     /// A digest of every cookie, header and entry (map order aside), for cache keys: other

@@ -212,8 +212,11 @@ impl FetchJob {
     /// What the browser context of a rendered page carries: the job's credentials and its
     /// headers (for the URL's origin only).
     pub fn render_credentials(&self) -> Credentials {
-        self.credentials
-            .with_headers_for_origin_of(&self.url, &self.headers)
+        let mut credentials = self.credentials.clone();
+        credentials
+            .headers
+            .extend(Credentials::headers_for_origin_of(&self.url, &self.headers).headers);
+        credentials
     }
 
     /// Whether the page this job fetches may be served to anyone who asks for the same URL

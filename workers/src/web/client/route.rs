@@ -1,8 +1,8 @@
 //! How a request goes out: directly, through one of the configured proxies (round-robin or
 //! sticky per host, a connection pool each), through the environment's proxy for its scheme
 //! (`proxy.trust_env`, unless `NO_PROXY` names the host), or through a job's own proxy
-//! (checked like any destination, built on first use). Builds the reqwest clients behind each route, all with
-//! the guard's resolver and the configured limits.
+//! (checked like any destination, built on first use). Builds the reqwest clients behind each
+//! route, all with the guard's resolver and the configured limits.
 //!
 //! Not here: proxy configuration and the rotation rule (`web::proxy`), or sending.
 
@@ -35,15 +35,18 @@ pub(super) struct Proxies {
 /// `proxy.trust_env`: a proxy per scheme and the `NO_PROXY` rules (hyper-util's matcher, the
 /// one reqwest uses for its own environment support; only its yes-or-no is taken here).
 struct FromEnvironment {
-    http: Option<Proxied>,
-    https: Option<Proxied>,
+    /// Each distinct proxy the variables name, a connection pool each.
+    proxied: Vec<Proxied>,
+    /// Which of them serves `http://` URLs.
+    http: Option<usize>,
+    /// Which of them serves `https://` URLs.
+    https: Option<usize>,
     matcher: hyper_util::client::proxy::matcher::Matcher,
 }
 
 /// Jobs' own proxies kept built at once; beyond, the oldest set is dropped.
 const OWN_PROXIES_KEPT: usize = 16;
 
-#[derive(Clone)]
 struct Proxied {
     label: String,
     http: reqwest::Client,
@@ -126,28 +129,31 @@ impl Client {
             .collect::<Result<Vec<_>, ClientError>>()?;
         let environment = match &proxies.environment {
             found if proxies.trust_env && found.proxies().next().is_some() => {
-                let http = found
-                    .http
-                    .as_ref()
-                    .map(|(_, url)| proxied(url))
-                    .transpose()?;
-                // One pool when both schemes share a proxy (ALL_PROXY, or the same value).
-                let https = match (&found.https, &http) {
-                    (Some((_, url)), Some(shared)) if url.label() == shared.label => {
-                        Some(shared.clone())
+                // One pool per distinct proxy (ALL_PROXY, or the same value twice, is one).
+                let mut proxied_list: Vec<Proxied> = Vec::new();
+                let mut index_of = |entry: &Option<(String, ProxyUrl)>| {
+                    let Some((_, url)) = entry else {
+                        return Ok(None);
+                    };
+                    let label = url.label();
+                    if let Some(at) = proxied_list.iter().position(|p| p.label == label) {
+                        return Ok(Some(at));
                     }
-                    (https, _) => https.as_ref().map(|(_, url)| proxied(url)).transpose()?,
+                    proxied_list.push(proxied(url)?);
+                    Ok::<_, ClientError>(Some(proxied_list.len() - 1))
                 };
+                let (http, https) = (index_of(&found.http)?, index_of(&found.https)?);
                 let mut matcher = hyper_util::client::proxy::matcher::Matcher::builder()
                     .no(found.no_proxy.as_str());
                 // The matcher is asked only whether to intercept: any proxy value will do.
-                if found.http.is_some() {
+                if http.is_some() {
                     matcher = matcher.http("http://proxy.invalid:1");
                 }
-                if found.https.is_some() {
+                if https.is_some() {
                     matcher = matcher.https("http://proxy.invalid:1");
                 }
                 Some(FromEnvironment {
+                    proxied: proxied_list,
                     http,
                     https,
                     matcher: matcher.build(),
@@ -165,17 +171,13 @@ impl Client {
     }
 
     /// The proxies' labels (`scheme://host:port`): the configured ones in order, else the
-    /// environment's (`http`, then `https` when another).
+    /// environment's (each once).
     pub fn proxy_labels(&self) -> Vec<String> {
-        let environment = self.proxies.environment.iter().flat_map(|found| {
-            let https = found.https.as_ref().filter(|https| {
-                found
-                    .http
-                    .as_ref()
-                    .is_none_or(|http| http.label != https.label)
-            });
-            found.http.iter().chain(https)
-        });
+        let environment = self
+            .proxies
+            .environment
+            .iter()
+            .flat_map(|found| found.proxied.iter());
         self.proxies
             .configured
             .iter()
@@ -187,10 +189,11 @@ impl Client {
     /// The environment's proxy for `url`, unless `NO_PROXY` names its host.
     fn environment_route(&self, url: &Url) -> Option<Route> {
         let found = self.proxies.environment.as_ref()?;
-        let proxied = match url.scheme() {
-            "https" => found.https.as_ref(),
-            _ => found.http.as_ref(),
+        let index = match url.scheme() {
+            "https" => found.https,
+            _ => found.http,
         }?;
+        let proxied = found.proxied.get(index)?;
         let host = url.host_str()?;
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
