@@ -230,7 +230,8 @@ fn opens_scope(name: &LocalName) -> bool {
 }
 
 /// The tokenizer state the parser switches to after these start tags (their content is
-/// text, not markup), as html5ever's tree builder does with scripting enabled.
+/// text, not markup), as html5ever's tree builder does with scripting disabled, the way
+/// dom_query parses: `<noscript>` content is markup there, so its elements count.
 fn text_mode(name: &LocalName) -> Option<TokenSinkResult<()>> {
     let mode = match *name {
         local_name!("title") | local_name!("textarea") => TokenSinkResult::RawData(RawKind::Rcdata),
@@ -238,8 +239,7 @@ fn text_mode(name: &LocalName) -> Option<TokenSinkResult<()>> {
         | local_name!("xmp")
         | local_name!("iframe")
         | local_name!("noembed")
-        | local_name!("noframes")
-        | local_name!("noscript") => TokenSinkResult::RawData(RawKind::Rawtext),
+        | local_name!("noframes") => TokenSinkResult::RawData(RawKind::Rawtext),
         local_name!("script") => TokenSinkResult::RawData(RawKind::ScriptData),
         local_name!("plaintext") => TokenSinkResult::Plaintext,
         _ => return None,
@@ -302,6 +302,19 @@ mod tests {
     fn an_end_tag_closes_what_was_opened_inside_it() {
         let page = "<section><b><i></section>".repeat(MAX_NESTING);
         assert!(check(&page).is_ok());
+    }
+
+    #[test]
+    fn noscript_content_is_markup_and_counted() {
+        // dom_query builds <noscript>'s content as elements (scripting disabled): a bomb
+        // inside it must not pass as text.
+        let page = format!(
+            "<body><noscript>{}</noscript></body>",
+            "<div>".repeat(MAX_NESTING + 1)
+        );
+        assert_eq!(check(&page), Err(Exceeded::Nesting { limit: MAX_NESTING }));
+        let page = "<noscript><p>a</p><p>b</p></noscript>";
+        assert_eq!(check(page).expect("within budget").elements, 3);
     }
 
     #[test]
