@@ -147,6 +147,8 @@ fn page_info(url: &str) -> trawl_workers::fetch::PageInfo {
         format: trawl_workers::job::Format::Markdown,
         fetched_at: "2026-01-01T00:00:00Z".into(),
         took_ms: 1,
+        truncated: false,
+        reduced: false,
     }
 }
 

@@ -200,6 +200,15 @@ pub struct PageInfo {
     pub fetched_at: String,
     /// Milliseconds fetch and extraction took.
     pub took_ms: u64,
+    /// Whether the page was over `http.max_bytes` even with its scripts, styles, SVG and
+    /// comments dropped, and so cut there (a warning says so): the text is of what was kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Whether the stored body is the page with its scripts, styles, SVG and comments dropped
+    /// (it was over `http.max_bytes`), not the bytes as served: its WARC record says
+    /// `WARC-Truncated: length`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reduced: bool,
 }
 
 /// A fetched page: its description, its whole text and the raw response.
@@ -362,6 +371,7 @@ pub async fn run_guarded(
         return Err(status_error(&response));
     }
     let mut warnings: Vec<String> = Vec::new();
+    warnings.extend(response.reduced.map(|reduced| reduced.warning()));
     let (content_type, extracted) = match kind {
         Kind::Binary(what) => {
             let shown = if label.is_empty() {
@@ -427,6 +437,8 @@ pub async fn run_guarded(
         format: job.format,
         fetched_at,
         took_ms: started.elapsed().as_millis() as u64,
+        truncated: response.reduced.is_some_and(|reduced| reduced.truncated),
+        reduced: response.reduced.is_some(),
     };
     let headers = response
         .headers
@@ -640,6 +652,8 @@ async fn ask(
         format,
         fetched_at: jiff::Timestamp::now().to_string(),
         took_ms: started.elapsed().as_millis() as u64,
+        truncated: false,
+        reduced: false,
     };
     Ok(Fetched {
         info,
@@ -733,7 +747,7 @@ pub fn build_result(
             text: shown.to_owned(),
             length,
             raw_length,
-            truncated: length < raw_length,
+            truncated: length < raw_length || info.truncated,
             fetched_at: info.fetched_at.clone(),
             took_ms: if cached { 0 } else { info.took_ms },
         },
@@ -913,6 +927,8 @@ mod tests {
             format: Format::Markdown,
             fetched_at: "2026-01-01T00:00:00Z".into(),
             took_ms: 12,
+            truncated: false,
+            reduced: false,
         };
         let result = build_result(&info, "ééééé", "p1", "h1", false, 3);
         assert_eq!(result.content.text, "ééé");

@@ -86,8 +86,10 @@ impl RecordedRequest {
 /// bomb, `Content-Encoding: gzip, gzip`).
 ///
 /// Hostile transport:
-/// - `/big?bytes=N&status=S` — exactly `N` bytes (default 1 MiB) of HTML-ish text with
-///   `Content-Length: N`, streamed in 64 KiB writes, under status `S` (default 200).
+/// - `/big?bytes=N&status=S&fill=F` — exactly `N` bytes (default 1 MiB) of HTML-ish text
+///   with `Content-Length: N`, streamed in 64 KiB writes, under status `S` (default 200);
+///   `fill=script`: one paragraph, then a `<script>` to the end; `fill=text`: the same lines
+///   as `text/plain`.
 /// - `/te-and-cl` — `Transfer-Encoding: chunked` and `Content-Length: 5` at once, then a
 ///   well-formed chunked body.
 /// - Any path over https (a TLS handshake at this plain-HTTP server) — a plain-text 400, as

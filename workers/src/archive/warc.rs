@@ -121,6 +121,9 @@ pub struct Exchange<'a> {
     pub response_headers: &'a [(String, String)],
     /// The decoded body: content and transfer encodings already removed.
     pub body: &'a [u8],
+    /// Why `body` is not the whole payload as served (`WARC-Truncated` of the response:
+    /// `length` for a page reduced or cut at the byte limit), `None` when it is.
+    pub truncated: Option<&'a str>,
     /// `key: value` lines of the metadata record (e.g. `via`, `fetchTimeMs`, `trawl-job-id`);
     /// no metadata record when empty.
     pub metadata: &'a [(String, String)],
@@ -612,6 +615,7 @@ impl<W: Write> RecordWriter<W> {
             head.push("Content-Type", "application/http;msgtype=response");
             head.push("WARC-Block-Digest", &digest);
             head.push("WARC-Payload-Digest", &payload);
+            head.push_opt("WARC-Truncated", ex.truncated);
             head.write(&mut self.head, self.block.len() + ex.body.len());
             self.out
                 .member(&[&self.head, &self.block, ex.body, b"\r\n\r\n"])?

@@ -166,6 +166,8 @@ pub async fn extract_rendered(
         format,
         fetched_at: jiff::Timestamp::now().to_string(),
         took_ms: started.elapsed().as_millis() as u64,
+        truncated: false,
+        reduced: false,
     };
     Ok(Fetched {
         info,

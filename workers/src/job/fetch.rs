@@ -267,6 +267,9 @@ pub enum Extractor {
     /// A Crawl4AI server, asked like Firecrawl.
     #[serde(rename = "crawl4ai")]
     Crawl4ai,
+    /// rs-trafilatura's profile for the page's type (`meta.page_type`: a forum thread, a
+    /// product, a collection, a listing, documentation, a service page).
+    Trafilatura,
 }
 
 /// The closed result of a fetch job (design §2 fetch).
@@ -313,7 +316,9 @@ pub struct Content {
     pub length: usize,
     /// Characters in the whole extracted text.
     pub raw_length: usize,
-    /// True when `text` is shorter than the whole text.
+    /// True when `text` is shorter than the whole text (cut at `max_chars`), or when the page
+    /// itself was cut at `http.max_bytes` even with its scripts, styles, SVG and comments
+    /// dropped (a warning says which).
     pub truncated: bool,
     /// When the page was fetched (RFC 3339, UTC).
     pub fetched_at: String,
@@ -335,6 +340,46 @@ pub struct Meta {
     pub published: Option<String>,
     /// Author or byline.
     pub author: Option<String>,
+    /// What kind of page it is, from its structured data, `og:type` and URL (an article when
+    /// nothing says otherwise); HTML pages only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_type: Option<PageType>,
+}
+
+/// What kind of page a document is, as `web::page_type` reads it: the extractor is chosen by
+/// it, and RAG pipelines can filter on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PageType {
+    /// A news story, blog post, essay or guide: one author's running text.
+    Article,
+    /// A discussion thread or Q&A page: posts by several people, in order.
+    Forum,
+    /// One product: name, price, description, specifications.
+    Product,
+    /// A shop's category or collection: many products, each a title and a snippet.
+    Collection,
+    /// An index of articles or other items (a blog's front page, search results, a directory).
+    Listing,
+    /// Reference or how-to documentation: code blocks, tables and admonitions.
+    Documentation,
+    /// A company's service or landing page.
+    Service,
+}
+
+impl PageType {
+    /// The snake_case name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PageType::Article => "article",
+            PageType::Forum => "forum",
+            PageType::Product => "product",
+            PageType::Collection => "collection",
+            PageType::Listing => "listing",
+            PageType::Documentation => "documentation",
+            PageType::Service => "service",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -41,8 +41,8 @@ pub use crawl::CrawlSpec;
 pub use credentials::{CookieSpec, Credentials, OriginHeaders, canonical_origin};
 pub use error::{ErrorCode, JobError};
 pub use fetch::{
-    Content, Extractor, Fallback, FetchJob, FetchResult, Format, MAX_CACHE_TTL_SECS, Meta, Render,
-    RenderMode,
+    Content, Extractor, Fallback, FetchJob, FetchResult, Format, MAX_CACHE_TTL_SECS, Meta,
+    PageType, Render, RenderMode,
 };
 pub use headers::CustomHeaders;
 pub use proxy::{Choice, ProxyUrl, SCHEMES, redact_option};

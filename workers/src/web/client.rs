@@ -16,6 +16,7 @@ mod config;
 mod error;
 mod origin;
 mod redirect;
+mod reduce;
 mod response;
 mod route;
 
@@ -28,11 +29,12 @@ use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use url::Url;
 
-pub use config::{Config, MAX_BYTES_RANGE};
+pub use config::{Config, MAX_BYTES_RANGE, MAX_DECODED_BYTES};
 pub use error::{ClientError, Error};
 pub use origin::base_url;
 pub use redirect::{RedirectGuard, origin_of};
-pub use response::Response;
+use response::Oversize;
+pub use response::{Reduced, Response};
 use route::{Proxies, Route, build_http};
 
 use super::dns::Dns;
@@ -257,6 +259,7 @@ impl Client {
             url.clone(),
             vec![url.clone()],
             POST_RESPONSE_MAX_BYTES,
+            Oversize::Refuse,
         )
         .await
     }
@@ -303,8 +306,14 @@ impl Client {
         self.within_total_timeout(async {
             self.check_name_for_proxy(url, &route).await?;
             let response = self.send_checked(request, url, &route).await?;
-            self.finish(response, url.clone(), vec![url.clone()], max_bytes)
-                .await
+            self.finish(
+                response,
+                url.clone(),
+                vec![url.clone()],
+                max_bytes,
+                Oversize::Refuse,
+            )
+            .await
         })
         .await
     }

@@ -4,7 +4,8 @@
 //! configured outbound proxies and how a request picks one (a job's own choice is the
 //! contract's, re-exported). `charset`: bytes to text. `budget`: what parsing an HTML document
 //! would cost, measured before the tree is built. `extract`: HTML to main content, links
-//! and metadata. `select`: a page reduced to the elements CSS selectors name, before
+//! and metadata, by an extractor chosen for the page's type (`page_type`: JSON-LD, `og:type`,
+//! the URL). `select`: a page reduced to the elements CSS selectors name, before
 //! extraction. `prune`: boilerplate rules around Readability. `blockpage`: walls,
 //! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation. `json`:
 //! services' JSON answers read strictly on types (search and fallback extraction providers).
@@ -20,6 +21,7 @@ pub mod dns;
 pub mod extract;
 pub(crate) mod json;
 pub mod normalize;
+pub mod page_type;
 pub mod pdf;
 pub mod proxy;
 pub mod prune;

@@ -77,10 +77,11 @@ struct Item<'a> {
 /// which candidate Readability picks), and author/date blocks (they also hold content on
 /// some pages).
 ///
-/// Returns the visible (non-whitespace) characters of the body before pruning, which the
-/// block-page checks use, so nobody walks the tree again to count them.
-pub fn prune(doc: &Document) -> usize {
-    let items = collect(doc);
+/// Returns what it counted of the page before pruning (the body's visible characters, which
+/// the block-page checks use, and its `<noscript>` content), so nobody walks the tree again
+/// to count them.
+pub fn prune(doc: &Document) -> Visible<'_> {
+    let (items, noscript) = collect(doc);
     let body_text = items
         .iter()
         .find(|it| it.kind == Kind::Body)
@@ -91,7 +92,31 @@ pub fn prune(doc: &Document) -> usize {
             it.node.remove_from_parent();
         }
     }
-    body_text
+    Visible {
+        body: body_text,
+        noscript: noscript.chars,
+        noscript_elements: noscript.elements,
+    }
+}
+
+/// What [`prune`] counted of a page before it removed anything.
+pub struct Visible<'a> {
+    /// Visible (non-whitespace) characters of the body's text, `<noscript>` content left out.
+    pub body: usize,
+    /// Visible characters inside the body's `<noscript>` elements. dom_query parses with
+    /// scripting disabled, as a client without JavaScript does, so their content is markup:
+    /// some sites (Discourse forums, for one) serve the whole page there and an empty shell
+    /// outside.
+    pub noscript: usize,
+    /// The body's outermost `<noscript>` elements, in document order.
+    pub noscript_elements: Vec<NodeRef<'a>>,
+}
+
+/// The body's `<noscript>` content as [`collect`] counts it.
+#[derive(Default)]
+struct NoScript<'a> {
+    chars: usize,
+    elements: Vec<NodeRef<'a>>,
 }
 
 /// Decides from an element's subtree counts whether [`prune`] removes it.
@@ -112,10 +137,11 @@ fn should_remove(it: &Item<'_>, page_text: usize) -> bool {
 ///
 /// Parent links come from a stack of open ancestors, so no hashing is needed; counts are
 /// then summed bottom-up by walking the vector backwards (children always follow parents).
-fn collect(doc: &Document) -> Vec<Item<'_>> {
+fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>) {
     let mut items: Vec<Item<'_>> = Vec::new();
-    // Open ancestors: (node id, index into `items`, inside a hidden element).
-    let mut stack: Vec<(NodeId, usize, bool)> = Vec::new();
+    let mut noscript = NoScript::default();
+    // Open ancestors: (node id, index into `items`, what the text inside them is).
+    let mut stack: Vec<(NodeId, usize, Inside)> = Vec::new();
     for node in doc.root().descendants_it() {
         let parent_id = node.parent().map(|p| p.id);
         while let Some(&(id, _, _)) = stack.last() {
@@ -124,23 +150,38 @@ fn collect(doc: &Document) -> Vec<Item<'_>> {
             }
             stack.pop();
         }
-        let (parent, hidden) = stack
+        let (parent, inside) = stack
             .last()
-            .map_or((None, false), |&(_, idx, hidden)| (Some(idx), hidden));
+            .map_or((None, Inside::Visible), |&(_, idx, inside)| {
+                (Some(idx), inside)
+            });
         let info = node.query(|n| match &n.data {
             NodeData::Text { contents } => Some((None, visible_len(contents))),
             NodeData::Element(el) => Some((Some(element_kind(el)), 0)),
             _ => None,
         });
         match info.flatten() {
-            Some((None, len)) => {
-                if !hidden && let Some(p) = parent {
-                    items[p].text += len;
+            Some((None, len)) => match inside {
+                Inside::Visible => {
+                    if let Some(p) = parent {
+                        items[p].text += len;
+                    }
                 }
-            }
+                Inside::NoScript => noscript.chars += len,
+                Inside::Hidden => {}
+            },
             Some((Some(kind), _)) => {
-                let hidden = hidden || kind == Kind::Hidden;
-                stack.push((node.id, items.len(), hidden));
+                let is_noscript = node.has_name("noscript");
+                if is_noscript && inside == Inside::Visible {
+                    noscript.elements.push(node);
+                }
+                let inside = match (inside, kind) {
+                    (Inside::Visible, Kind::Hidden) if is_noscript => Inside::NoScript,
+                    (Inside::Visible | Inside::NoScript, Kind::Hidden) => Inside::Hidden,
+                    (inside, _) => inside,
+                };
+                let hidden = inside != Inside::Visible;
+                stack.push((node.id, items.len(), inside));
                 items.push(Item {
                     node,
                     parent,
@@ -159,7 +200,18 @@ fn collect(doc: &Document) -> Vec<Item<'_>> {
             items[p].has_code |= has_code;
         }
     }
-    items
+    (items, noscript)
+}
+
+/// What the text under an element is, for [`collect`]'s counts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inside {
+    /// Visible text.
+    Visible,
+    /// Inside a `<noscript>` outside `<head>`: counted apart.
+    NoScript,
+    /// Inside `<head>`, `<script>`, `<style>`, `<template>`: not counted.
+    Hidden,
 }
 
 /// Classifies an element by tag name, then by caption words in its class/id.
@@ -221,7 +273,7 @@ fn has_caption_word(value: &str) -> bool {
 }
 
 /// Counts non-whitespace characters: markup indentation must not count as text.
-fn visible_len(s: &str) -> usize {
+pub(crate) fn visible_len(s: &str) -> usize {
     // Most text is ASCII: counting bytes is several times faster than decoding chars (and
     // vectorises). `u8::is_ascii_whitespace` leaves out the vertical tab, which
     // `char::is_whitespace` counts as whitespace.

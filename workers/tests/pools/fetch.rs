@@ -177,8 +177,9 @@ async fn decompression_bombs_stop_at_the_decoded_byte_limit() {
 #[tokio::test]
 async fn bodies_over_the_limit_are_refused_and_under_it_accepted() {
     let site = Site::start().await;
+    // Not HTML: refused at the limit, as declared.
     assert_eq!(
-        code_of(&site, "/big?bytes=800000").await,
+        code_of(&site, "/big?bytes=800000&fill=text").await,
         ErrorCode::TooLarge
     );
     // A never-ending body ends at the byte limit or the time limit, whichever comes first.
@@ -193,6 +194,58 @@ async fn bodies_over_the_limit_are_refused_and_under_it_accepted() {
         .await
         .expect("under the limit");
     assert!(fetched.raw.len() == 700_000);
+    assert!(!fetched.info.reduced && !fetched.info.truncated);
+}
+
+/// Issue 20: an HTML page over `http.max_bytes` is kept. Its scripts are dropped as it
+/// streams; what is left, when still over the limit, is cut there with `truncated`; a page
+/// that is nearly all script is read up to `http.max_decoded_bytes` and no further.
+#[tokio::test]
+async fn big_html_pages_are_reduced_or_cut_never_lost() {
+    let site = Site::start().await;
+    // 2 MB, nearly all one inline script: the paragraph is what is kept.
+    let fetched = fetch_path(&site, "/big?bytes=2000000&fill=script")
+        .await
+        .expect("kept");
+    assert!(fetched.info.reduced && !fetched.info.truncated);
+    assert!(fetched.raw.len() < 1_000, "{}", fetched.raw.len());
+    assert!(
+        fetched.text.contains("The one paragraph a reader sees"),
+        "{}",
+        fetched.text
+    );
+    let warning = fetched.info.warning.clone().expect("a warning");
+    assert!(warning.contains("dropped"), "{warning}");
+    let result = fetch::build_result(&fetched.info, &fetched.text, "p", "h", false, 100_000);
+    assert!(!result.content.truncated);
+    // 2 MB of paragraphs: nothing to drop, so cut at the limit and the rest not read.
+    let fetched = fetch_path(&site, "/big?bytes=2000000")
+        .await
+        .expect("kept, cut");
+    assert!(fetched.info.reduced && fetched.info.truncated);
+    assert_eq!(fetched.raw.len(), 750_000);
+    assert!(fetched.text.contains("Filler text"));
+    assert!(
+        fetched
+            .info
+            .warning
+            .as_deref()
+            .expect("a warning")
+            .contains("truncated")
+    );
+    let result = fetch::build_result(&fetched.info, &fetched.text, "p", "h", false, 10_000_000);
+    assert!(result.content.truncated, "the page itself was cut");
+    // 30 MB of script: past the 20 MB hard cap on decoded bytes read.
+    let started = Instant::now();
+    assert_eq!(
+        code_of(&site, "/big?bytes=30000000&fill=script").await,
+        ErrorCode::TooLarge
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

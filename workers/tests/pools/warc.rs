@@ -136,6 +136,7 @@ fn write_cases(rolling: &mut RollingWriter) -> Vec<Case> {
         reason: None,
         response_headers: &html_headers,
         body: HTML,
+        truncated: None,
         metadata: &metadata,
     };
     let mut cases = Vec::new();
@@ -170,6 +171,8 @@ fn write_cases(rolling: &mut RollingWriter) -> Vec<Case> {
             ip: None,
             response_headers: &latin1_headers,
             body: LATIN1,
+            // As a page reduced at the byte limit is written: warcio reads it all the same.
+            truncated: Some("length"),
             ..base
         },
         None,

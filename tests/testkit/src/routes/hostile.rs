@@ -35,7 +35,12 @@ pub(super) async fn route(conn: &mut Conn, req: &Request) -> Option<io::Result<(
                 .query("status")
                 .and_then(|v| v.parse::<u16>().ok())
                 .unwrap_or(200);
-            big(conn, n, status).await
+            let fill = match req.query("fill") {
+                Some("script") => Fill::Script,
+                Some("text") => Fill::Text,
+                _ => Fill::Paragraphs,
+            };
+            big(conn, n, status, fill).await
         }
         "/te-and-cl" => {
             // Both framings: a chunked body of 28 bytes that also claims a length of 5.
@@ -182,11 +187,27 @@ fn filler(n: usize) -> Vec<u8> {
     out
 }
 
+/// What `/big` is made of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// HTML paragraphs of filler text.
+    Paragraphs,
+    /// One paragraph, then a `<script>` that never ends: an HTML page of scripts.
+    Script,
+    /// The paragraphs' lines as `text/plain`.
+    Text,
+}
+
 /// Exactly `n` bytes of filler with a truthful `Content-Length`, in 64 KiB writes, under
 /// `status`.
-async fn big(conn: &mut Conn, n: u64, status: u16) -> io::Result<()> {
+async fn big(conn: &mut Conn, n: u64, status: u16, fill: Fill) -> io::Result<()> {
+    let content_type = if fill == Fill::Text {
+        "text/plain; charset=utf-8"
+    } else {
+        HTML
+    };
     let head = format!(
-        "{}Content-Type: {HTML}\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n",
+        "{}Content-Type: {content_type}\r\nContent-Length: {n}\r\nConnection: close\r\n\r\n",
         status_line(status)
     );
     conn.raw(head.as_bytes()).await?;
@@ -194,11 +215,22 @@ async fn big(conn: &mut Conn, n: u64, status: u16) -> io::Result<()> {
         return Ok(());
     }
     const BLOCK: usize = 64 * 1024;
-    let first = filler(BLOCK);
-    // Later blocks: the same line pattern without the document start.
-    let rest: Vec<u8> = {
+    let (first, rest) = if fill == Fill::Script {
+        const START: &[u8] = b"<!DOCTYPE html><html><head><title>Scripts</title></head><body>\n\
+                               <p>The one paragraph a reader sees on this page of scripts.</p>\n\
+                               <script>\n";
+        const LINE: &[u8] = b"var filler = [1, 2, 3]; // an inline bundle, as big as it gets\n";
+        let rest: Vec<u8> = LINE.iter().copied().cycle().take(BLOCK).collect();
+        let mut first = START.to_vec();
+        first.extend_from_slice(&rest[..BLOCK - START.len()]);
+        (first, rest)
+    } else {
+        // Later blocks: the same line pattern without the document start.
         const LINE: &[u8] = b"<p>Filler text for size and length tests, repeated as needed.</p>\n";
-        LINE.iter().copied().cycle().take(BLOCK).collect()
+        (
+            filler(BLOCK),
+            LINE.iter().copied().cycle().take(BLOCK).collect(),
+        )
     };
     let mut left = n;
     let mut block = &first;

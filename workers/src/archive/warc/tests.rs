@@ -109,6 +109,7 @@ fn exchange<'a>(
         reason: None,
         response_headers: resp,
         body,
+        truncated: None,
         metadata: meta,
     }
 }

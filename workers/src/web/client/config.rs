@@ -14,9 +14,15 @@ pub struct Config {
     pub user_agent: String,
     /// Accept-Language sent with every request.
     pub accept_language: String,
-    /// Largest decoded body accepted, in bytes (after gzip/br/deflate/zstd decompression).
-    /// Bounded to 1,000..=50,000,000.
+    /// Largest decoded body kept, in bytes (after gzip/br/deflate/zstd decompression); other
+    /// bodies over it end `too_large`. An HTML page over it is reduced as it streams (scripts,
+    /// styles, SVG and comments dropped: `max_bytes` counts what is kept) and, when still over,
+    /// cut there with `truncated: true` and a warning. Bounded to 1,000..=50,000,000.
     pub max_bytes: u64,
+    /// Hard cap on the decoded bytes read of an HTML page being reduced (against compression
+    /// bombs and endless pages): past it the page ends `too_large`. At least `max_bytes`, at
+    /// most 200,000,000.
+    pub max_decoded_bytes: u64,
     /// Total time for one fetch, redirects included, in seconds.
     pub timeout_secs: u64,
     /// Time to establish a connection (TCP and TLS), in seconds.
@@ -47,6 +53,7 @@ impl Default for Config {
                 .to_owned(),
             accept_language: "en-US,en;q=0.9".to_owned(),
             max_bytes: 750_000,
+            max_decoded_bytes: 20_000_000,
             timeout_secs: 30,
             connect_timeout_secs: 10,
             read_timeout_secs: 10,
@@ -61,6 +68,9 @@ impl Default for Config {
 /// The smallest and largest `max_bytes` a configuration may set.
 pub const MAX_BYTES_RANGE: std::ops::RangeInclusive<u64> = 1_000..=50_000_000;
 
+/// The largest `max_decoded_bytes` a configuration may set.
+pub const MAX_DECODED_BYTES: u64 = 200_000_000;
+
 impl Config {
     /// Checks the values against their fixed bounds.
     pub fn validate(&self) -> Result<(), String> {
@@ -73,6 +83,12 @@ impl Config {
                 self.max_bytes,
                 MAX_BYTES_RANGE.start(),
                 MAX_BYTES_RANGE.end()
+            ));
+        }
+        if self.max_decoded_bytes < self.max_bytes || self.max_decoded_bytes > MAX_DECODED_BYTES {
+            return Err(format!(
+                "http.max_decoded_bytes = {} is outside http.max_bytes ({})..={MAX_DECODED_BYTES}",
+                self.max_decoded_bytes, self.max_bytes
             ));
         }
         if self.max_redirects > 10 {
@@ -109,6 +125,11 @@ mod tests {
             ..Config::default()
         };
         assert!(config.validate().is_err());
+        let config = Config {
+            max_decoded_bytes: 700_000,
+            ..Config::default()
+        };
+        assert!(config.validate().is_err(), "under max_bytes");
         let config = Config {
             max_redirects: 11,
             ..Config::default()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use reqwest::header::{self, HeaderMap};
 use url::Url;
 
+use super::response::Oversize;
 use super::{Client, Error, Response};
 use crate::job::ErrorCode;
 use crate::web::proxy::Choice;
@@ -87,7 +88,9 @@ impl Client {
                 current = next;
                 continue;
             }
-            return self.finish(response, current, hops, limit).await;
+            return self
+                .finish(response, current, hops, limit, Oversize::Reduce)
+                .await;
         }
     }
 }

@@ -1,0 +1,221 @@
+//! What kind of page a document is (article, forum thread, product, collection, listing,
+//! documentation, service page), from cheap signals read off the tree trawl parsed anyway:
+//! schema.org types in JSON-LD, Open Graph's `og:type`, and the URL's shape (rs-trafilatura's
+//! URL patterns). `web::extract` picks its extractor by it, and the result reports it as
+//! `meta.page_type`.
+//!
+//! Not here: extraction itself (`web::extract`), or a trained classifier (too slow for every
+//! page; a page with no signal is an article, the common case).
+
+use dom_query::Document;
+use rs_trafilatura::page_type::{PageType as UrlType, classify_url};
+use url::Url;
+
+use crate::job::PageType;
+
+/// Most JSON-LD bytes read per page (some pages inline megabytes of product data).
+const MAX_JSON_LD_BYTES: usize = 512 * 1024;
+
+/// What a page's own markup says it is.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Signals {
+    /// schema.org `@type`s of its JSON-LD (`@graph` members and nested items included).
+    pub ld_types: Vec<String>,
+    /// Open Graph's `og:type`, lowercased.
+    pub og_type: Option<String>,
+}
+
+impl Signals {
+    /// Reads the signals of `document`: its JSON-LD blocks and `og:type`.
+    pub fn read(document: &Document) -> Signals {
+        let mut signals = Signals::default();
+        let mut budget = MAX_JSON_LD_BYTES;
+        for node in document
+            .select(r#"script[type="application/ld+json"], meta[property="og:type"][content]"#)
+            .nodes()
+        {
+            if node.has_name("meta") {
+                if signals.og_type.is_none() {
+                    signals.og_type = node
+                        .attr("content")
+                        .map(|value| value.trim().to_ascii_lowercase())
+                        .filter(|value| !value.is_empty());
+                }
+                continue;
+            }
+            let text = node.text();
+            if text.len() > budget {
+                continue;
+            }
+            budget -= text.len();
+            if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+                collect_types(&value, &mut signals.ld_types, 0);
+            }
+        }
+        signals
+    }
+
+    fn has_type(&self, names: &[&str]) -> bool {
+        self.ld_types
+            .iter()
+            .any(|found| names.iter().any(|name| found.eq_ignore_ascii_case(name)))
+    }
+}
+
+/// The page type of a document at `url` with these signals. Structured data the site wrote
+/// for search engines comes first (it names what the page is about), then the URL's shape,
+/// then `og:type`; a page with no signal is an article.
+pub fn classify(signals: &Signals, url: &Url) -> PageType {
+    if signals.has_type(&["DiscussionForumPosting", "QAPage", "Question"]) {
+        return PageType::Forum;
+    }
+    if signals.has_type(&["CollectionPage", "OfferCatalog", "SearchResultsPage"]) {
+        return PageType::Collection;
+    }
+    if signals.has_type(&[
+        "Product",
+        "ProductGroup",
+        "IndividualProduct",
+        "ProductModel",
+    ]) {
+        return PageType::Product;
+    }
+    let by_url = match classify_url(url.as_str()) {
+        UrlType::Article => None,
+        UrlType::Forum => Some(PageType::Forum),
+        UrlType::Product => Some(PageType::Product),
+        UrlType::Category => Some(PageType::Collection),
+        UrlType::Listing => Some(PageType::Listing),
+        UrlType::Documentation => Some(PageType::Documentation),
+        UrlType::Service => Some(PageType::Service),
+    };
+    let article_ld = signals.has_type(&[
+        "Article",
+        "NewsArticle",
+        "BlogPosting",
+        "Report",
+        "ScholarlyArticle",
+        "LiveBlogPosting",
+    ]);
+    if let Some(by_url) = by_url
+        && !(article_ld && matches!(by_url, PageType::Listing | PageType::Service))
+    {
+        return by_url;
+    }
+    if signals.has_type(&["TechArticle", "APIReference", "SoftwareSourceCode"]) {
+        return PageType::Documentation;
+    }
+    if signals
+        .og_type
+        .as_deref()
+        .is_some_and(|og| og.starts_with("product"))
+    {
+        return PageType::Product;
+    }
+    PageType::Article
+}
+
+/// Adds the `@type`s of a JSON-LD value and of what it holds (a few levels deep).
+fn collect_types(value: &serde_json::Value, types: &mut Vec<String>, depth: usize) {
+    if depth > 6 || types.len() > 64 {
+        return;
+    }
+    match value {
+        serde_json::Value::Array(items) => {
+            for item in items {
+                collect_types(item, types, depth + 1);
+            }
+        }
+        serde_json::Value::Object(object) => {
+            match object.get("@type") {
+                Some(serde_json::Value::String(name)) => push_type(types, name),
+                Some(serde_json::Value::Array(names)) => {
+                    for name in names.iter().filter_map(serde_json::Value::as_str) {
+                        push_type(types, name);
+                    }
+                }
+                _ => {}
+            }
+            for key in ["@graph", "mainEntity", "itemListElement"] {
+                if let Some(inner) = object.get(key) {
+                    collect_types(inner, types, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `https://schema.org/Product` and `schema:Product` are `Product`.
+fn push_type(types: &mut Vec<String>, name: &str) {
+    let name = name.rsplit(['/', ':', '#']).next().unwrap_or(name).trim();
+    if !name.is_empty() && !types.iter().any(|known| known == name) {
+        types.push(name.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page_type(head: &str, url: &str) -> PageType {
+        let document = Document::from(format!(
+            "<html><head>{head}</head><body><p>x</p></body></html>"
+        ));
+        classify(&Signals::read(&document), &Url::parse(url).expect("url"))
+    }
+
+    #[test]
+    fn structured_data_names_the_page() {
+        let ld = |json: &str| format!(r#"<script type="application/ld+json">{json}</script>"#);
+        assert_eq!(
+            page_type(
+                &ld(r#"{"@context":"https://schema.org","@type":"Product","name":"Kettle"}"#),
+                "https://shop.test/kettle"
+            ),
+            PageType::Product
+        );
+        assert_eq!(
+            page_type(
+                &ld(r#"{"@graph":[{"@type":"WebSite"},{"@type":["DiscussionForumPosting"]}]}"#),
+                "https://talk.test/x"
+            ),
+            PageType::Forum
+        );
+        assert_eq!(
+            page_type(
+                &ld(r#"{"@type":"schema:CollectionPage"}"#),
+                "https://shop.test/kettles"
+            ),
+            PageType::Collection
+        );
+        // Broken JSON-LD is no signal.
+        assert_eq!(
+            page_type(&ld("{\"@type\": "), "https://news.test/story"),
+            PageType::Article
+        );
+    }
+
+    #[test]
+    fn the_url_and_og_type_speak_when_structured_data_is_silent() {
+        assert_eq!(
+            page_type("", "https://community.test/t/upgrade-help/42"),
+            PageType::Forum
+        );
+        assert_eq!(
+            page_type("", "https://example.test/docs/install/"),
+            PageType::Documentation
+        );
+        assert_eq!(
+            page_type(
+                r#"<meta property="og:type" content="product.item">"#,
+                "https://example.test/kettle"
+            ),
+            PageType::Product
+        );
+        assert_eq!(
+            page_type("", "https://example.test/2024/05/a-story"),
+            PageType::Article
+        );
+    }
+}
