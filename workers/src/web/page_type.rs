@@ -55,6 +55,11 @@ impl Signals {
         signals
     }
 
+    /// Whether the page says it is an article (`og:type` `article`), whatever its layout.
+    pub fn declares_article(&self) -> bool {
+        self.og_type.as_deref() == Some("article")
+    }
+
     fn has_type(&self, names: &[&str]) -> bool {
         self.ld_types
             .iter()
