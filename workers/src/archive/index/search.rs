@@ -1,6 +1,7 @@
 //! Searching the archive index: a [`SearchQuery`] in, ranked [`Hit`]s out.
 //!
-//! BM25 over `title`, `headings` and `text`, pruned with block-max WAND. The filters (host,
+//! BM25 over `title`, `headings` and `text`, pruned with block-max WAND, plus, for a query of
+//! plain words, a proximity clause (the words as a sloppy phrase over `text`). The filters (host,
 //! dates, latest / as-of) are checked on fast fields while collecting (`collector`) rather than
 //! added as query clauses, which would turn off the pruning; per-page collapse ranks more
 //! candidates than asked and keeps at most `per_page` per `page_id`. Stored documents are read
@@ -11,7 +12,9 @@
 use std::collections::HashMap;
 
 use tantivy::columnar::StrColumn;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhraseQuery, Query, QueryParser, TermQuery,
+};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Index, Searcher, TantivyDocument, Term};
@@ -37,6 +40,13 @@ const TITLE_BOOST: f32 = 1.5;
 
 /// Query-time boost of the `headings` field over `text`.
 const HEADINGS_BOOST: f32 = 1.3;
+
+/// Most words apart, in all, that a query's words may be in a chunk's text for the chunk to
+/// be scored as holding them together (the proximity boost).
+const PROXIMITY_SLOP: u32 = 12;
+
+/// Weight of the proximity clause beside the words' own BM25 score.
+const PROXIMITY_BOOST: f32 = 2.0;
 
 /// The parser of search text over `title`, `headings` and `text`, with their boosts.
 pub(super) fn query_parser(index: &Index, fields: &Fields) -> QueryParser {
@@ -139,6 +149,18 @@ impl ArchiveIndex {
             .map_err(|e| Error::Query(e.to_string()))?;
         let f = &self.fields;
         let k = q.k.clamp(1, MAX_K);
+        // Plain words (no operator, phrase or field): chunks that hold them close together,
+        // in order, rank above chunks that hold them scattered.
+        let parsed: Box<dyn Query> = match proximity(text, f.text) {
+            Some(near) => Box::new(BooleanQuery::new(vec![
+                (Occur::Should, parsed),
+                (
+                    Occur::Should,
+                    Box::new(BoostQuery::new(near, PROXIMITY_BOOST)),
+                ),
+            ])),
+            None => parsed,
+        };
 
         let filter = Filter {
             host: q.host.as_ref().map(|h| h.to_ascii_lowercase()),
@@ -225,6 +247,32 @@ impl ArchiveIndex {
         }
         Ok(hits)
     }
+}
+
+/// The query's words as a sloppy phrase over `text`, when the query is two or more plain
+/// words (letters and digits, with the punctuation the tokenizer splits on inside a word,
+/// like `don't` or `e-mail`); `None` when it uses the query language (quotes, `+`/`-`,
+/// `field:`, parentheses, `AND`/`OR`/`NOT`) or is one word.
+fn proximity(text: &str, field: tantivy::schema::Field) -> Option<Box<dyn Query>> {
+    let operators = text.contains(['"', ':', '(', ')', '[', ']', '{', '}', '^', '~', '*', '\\'])
+        || text
+            .split_whitespace()
+            .any(|word| word.starts_with(['+', '-']) || matches!(word, "AND" | "OR" | "NOT"));
+    if operators {
+        return None;
+    }
+    // tantivy's default tokenizer: runs of alphanumerics, lowercased.
+    let terms: Vec<Term> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(|word| Term::from_field_text(field, &word.to_lowercase()))
+        .collect();
+    if terms.len() < 2 || terms.len() > 16 {
+        return None;
+    }
+    let mut phrase = PhraseQuery::new(terms);
+    phrase.set_slop(PROXIMITY_SLOP);
+    Some(Box::new(phrase))
 }
 
 /// The top `k` of `query` with at most `per_page` chunks per `page_id`: ranks more candidates

@@ -856,3 +856,44 @@ fn indexing_rate() {
         times[times.len() * 99 / 100]
     );
 }
+
+#[test]
+fn words_close_together_rank_above_the_same_words_scattered() {
+    let dir = TempDir::new("proximity");
+    let (index, mut w) = open(&dir);
+    // Both chunks hold every query word once; the shorter one, which BM25 alone ranks
+    // first, holds them far apart and out of order.
+    let scattered = Page::new(
+        "scattered",
+        "https://example.com/scattered",
+        "2024-01-01T00:00:00Z",
+        "s",
+        &[
+            "daily tides reach the old pier, and maps of the whole bay are printed twice a \
+           year when the office of the harbour board publishes",
+        ],
+    );
+    let together = Page::new(
+        "together",
+        "https://example.com/together",
+        "2024-01-01T00:00:00Z",
+        "t",
+        &[
+            "the harbour office publishes maps twice daily, and the ferry schedule changes \
+           each spring while the lighthouse keeper answers questions from visitors about \
+           the weather, the moorings, the fishing fleet and the long walk along the cliffs",
+        ],
+    );
+    for p in [&scattered, &together] {
+        w.add_page(&p.doc()).unwrap();
+    }
+    w.commit().unwrap();
+    let hits = search(
+        &index,
+        SearchQuery::new("harbour office publishes maps twice daily"),
+    );
+    assert_eq!(page_ids(&hits), ["together", "scattered"]);
+    // The query language is left alone: a quoted phrase matches the passage only.
+    let hits = search(&index, SearchQuery::new("\"publishes maps twice\""));
+    assert_eq!(page_ids(&hits), ["together"]);
+}
