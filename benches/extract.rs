@@ -259,7 +259,13 @@ fn wcxb(root: &Path, dev: &Path) {
             .expect("write truth");
             std::fs::write(pred_dir.join(format!("{}.txt", page.id)), text).expect("write");
         }
-        let Some(summary) = run_scorer(root, &truth_dir, &pred_dir, page_type) else {
+        let Some((_, summary)) = run_scorer(
+            root,
+            &truth_dir,
+            &pred_dir,
+            page_type,
+            &["--bootstrap", "0"],
+        ) else {
             continue;
         };
         let field = |key: &str| find_key(&summary, key).unwrap_or(f64::NAN);
@@ -299,13 +305,31 @@ fn wcxb(root: &Path, dev: &Path) {
     );
 }
 
-/// Runs the scorer quietly (no bootstrap) on one truth folder; returns its JSON summary.
+/// Runs the set's scorer on a directory of predictions, prints its report, returns F1.
+fn score(root: &Path, set: &Path, predictions: &Path, markdown: bool, name: &str) -> Option<f64> {
+    let args: &[&str] = if markdown { &["--markdown"] } else { &[] };
+    let (report, summary) = run_scorer(
+        root,
+        &set.join("ground-truth.json"),
+        predictions,
+        name,
+        args,
+    )?;
+    for line in report.lines() {
+        println!("   {line}");
+    }
+    find_f1(&summary)
+}
+
+/// Runs the scorer on `predictions` against `truth` (a ground-truth file or folder), with
+/// `args`; returns its report and its JSON summary.
 fn run_scorer(
     root: &Path,
     truth: &Path,
     predictions: &Path,
     name: &str,
-) -> Option<serde_json::Value> {
+    args: &[&str],
+) -> Option<(String, serde_json::Value)> {
     let json = predictions.join("score.json");
     let output = Command::new("python3")
         .arg(root.join("score.py"))
@@ -315,47 +339,17 @@ fn run_scorer(
         .arg(predictions)
         .arg("--name")
         .arg(format!("trawl-{name}"))
-        .arg("--bootstrap")
-        .arg("0")
         .arg("--json")
         .arg(&json)
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        eprintln!(
-            "   scorer failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        return None;
-    }
-    serde_json::from_str(&std::fs::read_to_string(&json).ok()?).ok()
-}
-
-/// Runs the set's scorer on a directory of predictions, prints its report, returns F1.
-fn score(root: &Path, set: &Path, predictions: &Path, markdown: bool, name: &str) -> Option<f64> {
-    let json = predictions.join("score.json");
-    let mut command = Command::new("python3");
-    command
-        .arg(root.join("score.py"))
-        .arg("--truth")
-        .arg(set.join("ground-truth.json"))
-        .arg("--pred-dir")
-        .arg(predictions)
-        .arg("--name")
-        .arg(format!("trawl-{name}"))
-        .arg("--json")
-        .arg(&json);
-    if markdown {
-        command.arg("--markdown");
-    }
-    match command.output() {
+        .args(args)
+        .output();
+    match output {
         Ok(output) if output.status.success() => {
-            for line in String::from_utf8_lossy(&output.stdout).lines() {
-                println!("   {line}");
-            }
-            let summary: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&json).ok()?).ok()?;
-            find_f1(&summary)
+            let summary = serde_json::from_str(&std::fs::read_to_string(&json).ok()?).ok()?;
+            Some((
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                summary,
+            ))
         }
         Ok(output) => {
             eprintln!(

@@ -565,7 +565,8 @@ pub fn write_warc(
         reason: None,
         response_headers,
         body: raw,
-        truncated: (page.info.truncated || page.info.reduced).then_some("length"),
+        // A page cut at the limit was reduced first.
+        truncated: page.info.reduced.then_some("length"),
         metadata: &metadata,
     };
     let revisit_date = original.and_then(|(_, ms)| jiff::Timestamp::from_millisecond(*ms).ok());

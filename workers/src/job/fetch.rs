@@ -368,6 +368,24 @@ pub enum PageType {
 }
 
 impl PageType {
+    /// Every page type.
+    pub const ALL: [PageType; 7] = [
+        PageType::Article,
+        PageType::Forum,
+        PageType::Product,
+        PageType::Collection,
+        PageType::Listing,
+        PageType::Documentation,
+        PageType::Service,
+    ];
+
+    /// The page type of a snake_case name.
+    pub fn from_name(name: &str) -> Option<PageType> {
+        PageType::ALL
+            .into_iter()
+            .find(|known| known.as_str() == name)
+    }
+
     /// The snake_case name, as in JSON.
     pub fn as_str(self) -> &'static str {
         match self {

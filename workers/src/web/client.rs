@@ -33,7 +33,7 @@ pub use config::{Config, MAX_BYTES_RANGE, MAX_DECODED_BYTES};
 pub use error::{ClientError, Error};
 pub use origin::base_url;
 pub use redirect::{RedirectGuard, origin_of};
-use response::Oversize;
+use response::Over;
 pub use response::{Reduced, Response};
 use route::{Proxies, Route, build_http};
 
@@ -259,7 +259,7 @@ impl Client {
             url.clone(),
             vec![url.clone()],
             POST_RESPONSE_MAX_BYTES,
-            Oversize::Refuse,
+            Over::Refuse,
         )
         .await
     }
@@ -311,7 +311,7 @@ impl Client {
                 url.clone(),
                 vec![url.clone()],
                 max_bytes,
-                Oversize::Refuse,
+                Over::Refuse,
             )
             .await
         })

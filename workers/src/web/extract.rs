@@ -80,8 +80,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         warnings.push(format!("nesting deeper than {MAX_DEPTH} flattened to text"));
     }
     let links = collect_links(&document, page_url);
-    let mut meta = read_meta(&document, page_url);
-    let signals = Signals::read(&document);
+    let (mut meta, signals) = read_head(&document, page_url);
     let page_type = page_type::classify(&signals, page_url);
     meta.page_type = Some(page_type);
     let visible = prune::prune(&document);
@@ -89,14 +88,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     let body_chars = if noscript_used {
         // The page is in its <noscript> elements: they become part of the body (pruned like
         // the rest of it), and the fallback below keeps them too.
-        for element in &visible.noscript_elements {
-            // dom_query's `unwrap_node` unwraps a node's parent: the children take the
-            // <noscript>'s place.
-            match element.first_child() {
-                Some(child) => child.unwrap_node(),
-                None => element.remove_from_parent(),
-            }
-        }
+        visible.noscript.reveal();
         prune::prune(&document).body
     } else {
         visible.body
@@ -139,8 +131,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
             // is not an article after all (a listing, a category, a service page): then
             // rs-trafilatura, with its own page-type classifier, reads it instead.
             let kept = prune::visible_len(&text);
-            if format != Format::Html
-                && !signals.declares_article()
+            if !signals.declares_article()
                 && body_chars >= AUTO_MIN_BODY_CHARS
                 && (kept as f64) < LOW_SHARE * body_chars as f64
                 && let Some(found) = by_page_type(&source, page_url, format, None)
@@ -158,8 +149,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
             (title, text, Extractor::Readability)
         }
         _ => {
-            if format != Format::Html
-                && body_chars >= AUTO_MIN_BODY_CHARS
+            if body_chars >= AUTO_MIN_BODY_CHARS
                 && let Some(found) = by_page_type(&source, page_url, format, None)
             {
                 return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
@@ -285,19 +275,10 @@ fn by_page_type(
     format: Format,
     page_type: Option<PageType>,
 ) -> Option<ByPageType> {
-    use rs_trafilatura::page_type::PageType as Profile;
     if format == Format::Html {
         return None;
     }
-    let profile = page_type.map(|page_type| match page_type {
-        PageType::Article => Profile::Article,
-        PageType::Forum => Profile::Forum,
-        PageType::Product => Profile::Product,
-        PageType::Collection => Profile::Category,
-        PageType::Listing => Profile::Listing,
-        PageType::Documentation => Profile::Documentation,
-        PageType::Service => Profile::Service,
-    });
+    let profile = page_type.map(page_type::profile);
     let options = rs_trafilatura::Options {
         url: Some(page_url.to_string()),
         page_type: profile,
@@ -312,19 +293,11 @@ fn by_page_type(
     if prune::visible_len(&text) < BY_PAGE_TYPE_MIN_CHARS {
         return None;
     }
-    let classified = found.metadata.page_type.as_deref().and_then(|name| {
-        [
-            PageType::Article,
-            PageType::Forum,
-            PageType::Product,
-            PageType::Collection,
-            PageType::Listing,
-            PageType::Documentation,
-            PageType::Service,
-        ]
-        .into_iter()
-        .find(|known| known.as_str() == name)
-    });
+    let classified = found
+        .metadata
+        .page_type
+        .as_deref()
+        .and_then(PageType::from_name);
     Some(ByPageType {
         title: found.metadata.title,
         text,
@@ -344,7 +317,7 @@ const NOSCRIPT_MIN_CHARS: usize = 200;
 
 /// Whether the page's `<noscript>` content is its main content (see [`NOSCRIPT_MIN_CHARS`]).
 fn uses_noscript(visible: &prune::Visible<'_>) -> bool {
-    visible.noscript >= NOSCRIPT_MIN_CHARS && visible.noscript > visible.body
+    visible.noscript.chars >= NOSCRIPT_MIN_CHARS && visible.noscript.chars > visible.body
 }
 
 /// Converts the whole body (minus scripts, styles, navigation chrome) when Readability finds
@@ -440,12 +413,21 @@ const DESCRIPTION_KEYS: &[&str] = &["description", "og:description", "twitter:de
 const PUBLISHED_KEYS: &[&str] = &["article:published_time", "date", "dc.date", "datepublished"];
 const AUTHOR_KEYS: &[&str] = &["author", "article:author"];
 
-/// Reads description, language, canonical URL, publication date and author. One pass over
-/// the `<meta>` and `<link>` elements (each `select` walks the whole tree).
-fn read_meta(document: &Document, page_url: &Url) -> Meta {
+/// Reads description, language, canonical URL, publication date and author, and the page-type
+/// signals (JSON-LD, `og:type`). One pass over the `<meta>`, `<link>` and JSON-LD `<script>`
+/// elements (each `select` walks the whole tree).
+fn read_head(document: &Document, page_url: &Url) -> (Meta, Signals) {
     let mut found: Vec<(String, String)> = Vec::new();
     let mut canonical = None;
-    for node in document.select("meta[content], link[rel][href]").nodes() {
+    let mut signals = Signals::default();
+    for node in document
+        .select(r#"meta[content], link[rel][href], script[type="application/ld+json"]"#)
+        .nodes()
+    {
+        if node.has_name("script") {
+            signals.add_json_ld(&node.text());
+            continue;
+        }
         if node
             .node_name()
             .is_some_and(|name| name.eq_ignore_ascii_case("link"))
@@ -494,14 +476,16 @@ fn read_meta(document: &Document, page_url: &Url) -> Meta {
         .find_map(|element| element.attr("lang"))
         .map(|lang| lang.trim().to_owned())
         .filter(|lang| !lang.is_empty());
-    Meta {
+    signals.og_type = pick(&["og:type"]).map(|og| og.to_ascii_lowercase());
+    let meta = Meta {
         description: pick(DESCRIPTION_KEYS),
         lang,
         canonical,
         published: pick(PUBLISHED_KEYS),
         author: pick(AUTHOR_KEYS),
         page_type: None,
-    }
+    };
+    (meta, signals)
 }
 
 /// Normalises extracted text: `\r\n` → `\n`, trailing blanks trimmed, runs of blank lines

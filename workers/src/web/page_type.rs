@@ -1,14 +1,13 @@
 //! What kind of page a document is (article, forum thread, product, collection, listing,
-//! documentation, service page), from cheap signals read off the tree trawl parsed anyway:
-//! schema.org types in JSON-LD, Open Graph's `og:type`, and the URL's shape (rs-trafilatura's
-//! URL patterns). `web::extract` picks its extractor by it, and the result reports it as
-//! `meta.page_type`.
+//! documentation, service page), from cheap signals read off the tree trawl parsed anyway
+//! (`web::extract` gathers them in its one pass over the head's elements): schema.org types
+//! in JSON-LD, Open Graph's `og:type`, and the URL's shape (rs-trafilatura's URL patterns).
+//! `web::extract` picks its extractor by it, and the result reports it as `meta.page_type`.
 //!
 //! Not here: extraction itself (`web::extract`), or a trained classifier (too slow for every
 //! page; a page with no signal is an article, the common case).
 
-use dom_query::Document;
-use rs_trafilatura::page_type::{PageType as UrlType, classify_url};
+use rs_trafilatura::page_type::{PageType as Profile, classify_url};
 use url::Url;
 
 use crate::job::PageType;
@@ -23,36 +22,21 @@ pub struct Signals {
     pub ld_types: Vec<String>,
     /// Open Graph's `og:type`, lowercased.
     pub og_type: Option<String>,
+    /// JSON-LD bytes read so far.
+    json_ld_bytes: usize,
 }
 
 impl Signals {
-    /// Reads the signals of `document`: its JSON-LD blocks and `og:type`.
-    pub fn read(document: &Document) -> Signals {
-        let mut signals = Signals::default();
-        let mut budget = MAX_JSON_LD_BYTES;
-        for node in document
-            .select(r#"script[type="application/ld+json"], meta[property="og:type"][content]"#)
-            .nodes()
-        {
-            if node.has_name("meta") {
-                if signals.og_type.is_none() {
-                    signals.og_type = node
-                        .attr("content")
-                        .map(|value| value.trim().to_ascii_lowercase())
-                        .filter(|value| !value.is_empty());
-                }
-                continue;
-            }
-            let text = node.text();
-            if text.len() > budget {
-                continue;
-            }
-            budget -= text.len();
-            if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
-                collect_types(&value, &mut signals.ld_types, 0);
-            }
+    /// Adds the `@type`s of one JSON-LD block (broken JSON is no signal); blocks past
+    /// 512 KiB in all are skipped.
+    pub fn add_json_ld(&mut self, text: &str) {
+        if self.json_ld_bytes + text.len() > MAX_JSON_LD_BYTES {
+            return;
         }
-        signals
+        self.json_ld_bytes += text.len();
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            collect_types(&value, &mut self.ld_types, 0);
+        }
     }
 
     /// Whether the page says it is an article (`og:type` `article`), whatever its layout.
@@ -85,15 +69,8 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
     ]) {
         return PageType::Product;
     }
-    let by_url = match classify_url(url.as_str()) {
-        UrlType::Article => None,
-        UrlType::Forum => Some(PageType::Forum),
-        UrlType::Product => Some(PageType::Product),
-        UrlType::Category => Some(PageType::Collection),
-        UrlType::Listing => Some(PageType::Listing),
-        UrlType::Documentation => Some(PageType::Documentation),
-        UrlType::Service => Some(PageType::Service),
-    };
+    let by_url = Some(from_profile(classify_url(url.as_str())))
+        .filter(|page_type| *page_type != PageType::Article);
     let article_ld = signals.has_type(&[
         "Article",
         "NewsArticle",
@@ -118,6 +95,32 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
         return PageType::Product;
     }
     PageType::Article
+}
+
+/// rs-trafilatura's extraction profile for a page type.
+pub fn profile(page_type: PageType) -> Profile {
+    match page_type {
+        PageType::Article => Profile::Article,
+        PageType::Forum => Profile::Forum,
+        PageType::Product => Profile::Product,
+        PageType::Collection => Profile::Category,
+        PageType::Listing => Profile::Listing,
+        PageType::Documentation => Profile::Documentation,
+        PageType::Service => Profile::Service,
+    }
+}
+
+/// The page type of one of rs-trafilatura's profiles.
+pub fn from_profile(profile: Profile) -> PageType {
+    match profile {
+        Profile::Article => PageType::Article,
+        Profile::Forum => PageType::Forum,
+        Profile::Product => PageType::Product,
+        Profile::Category => PageType::Collection,
+        Profile::Listing => PageType::Listing,
+        Profile::Documentation => PageType::Documentation,
+        Profile::Service => PageType::Service,
+    }
 }
 
 /// Adds the `@type`s of a JSON-LD value and of what it holds (a few levels deep).
@@ -163,11 +166,23 @@ fn push_type(types: &mut Vec<String>, name: &str) {
 mod tests {
     use super::*;
 
+    /// The page type `web::extract` reports for a page with this head at `url`.
     fn page_type(head: &str, url: &str) -> PageType {
-        let document = Document::from(format!(
-            "<html><head>{head}</head><body><p>x</p></body></html>"
-        ));
-        classify(&Signals::read(&document), &Url::parse(url).expect("url"))
+        let html = format!("<html><head>{head}</head><body><p>x</p></body></html>");
+        let url = Url::parse(url).expect("url");
+        crate::web::extract::extract_html(&html, &url, crate::job::Format::Text)
+            .expect("extracts")
+            .meta
+            .page_type
+            .expect("a page type")
+    }
+
+    #[test]
+    fn profiles_map_both_ways() {
+        for page_type in PageType::ALL {
+            assert_eq!(from_profile(profile(page_type)), page_type);
+            assert_eq!(profile(page_type).as_str(), page_type.as_str());
+        }
     }
 
     #[test]

@@ -39,8 +39,10 @@ enum Kind {
     Caption,
     /// `<pre>`, `<code>`, `<table>`: content that must never be pruned as "caption".
     Code,
-    /// `<script>`, `<style>`, `<noscript>`, `<template>`, `<head>`: text that is not visible.
+    /// `<script>`, `<style>`, `<template>`, `<head>`: text that is not visible.
     Hidden,
+    /// `<noscript>`: not visible to a browser running scripts; counted apart in the body.
+    NoScript,
 }
 
 /// Per-element subtree counts, gathered in one pass.
@@ -94,8 +96,7 @@ pub fn prune(doc: &Document) -> Visible<'_> {
     }
     Visible {
         body: body_text,
-        noscript: noscript.chars,
-        noscript_elements: noscript.elements,
+        noscript,
     }
 }
 
@@ -103,20 +104,33 @@ pub fn prune(doc: &Document) -> Visible<'_> {
 pub struct Visible<'a> {
     /// Visible (non-whitespace) characters of the body's text, `<noscript>` content left out.
     pub body: usize,
-    /// Visible characters inside the body's `<noscript>` elements. dom_query parses with
-    /// scripting disabled, as a client without JavaScript does, so their content is markup:
-    /// some sites (Discourse forums, for one) serve the whole page there and an empty shell
-    /// outside.
-    pub noscript: usize,
-    /// The body's outermost `<noscript>` elements, in document order.
-    pub noscript_elements: Vec<NodeRef<'a>>,
+    /// The body's `<noscript>` content. dom_query parses with scripting disabled, as a
+    /// client without JavaScript does, so it is markup: some sites (Discourse forums, for
+    /// one) serve the whole page there and an empty shell outside.
+    pub noscript: NoScript<'a>,
 }
 
-/// The body's `<noscript>` content as [`collect`] counts it.
+/// The body's `<noscript>` content, as [`prune`] counts it.
 #[derive(Default)]
-struct NoScript<'a> {
-    chars: usize,
-    elements: Vec<NodeRef<'a>>,
+pub struct NoScript<'a> {
+    /// Visible characters inside the body's `<noscript>` elements.
+    pub chars: usize,
+    /// The body's outermost `<noscript>` elements, in document order.
+    pub elements: Vec<NodeRef<'a>>,
+}
+
+impl NoScript<'_> {
+    /// Makes the `<noscript>` content part of the body: each element's children take its
+    /// place.
+    pub fn reveal(&self) {
+        for element in &self.elements {
+            // dom_query's `unwrap_node` unwraps a node's parent.
+            match element.first_child() {
+                Some(child) => child.unwrap_node(),
+                None => element.remove_from_parent(),
+            }
+        }
+    }
 }
 
 /// Decides from an element's subtree counts whether [`prune`] removes it.
@@ -171,13 +185,14 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>) {
                 Inside::Hidden => {}
             },
             Some((Some(kind), _)) => {
-                let is_noscript = node.has_name("noscript");
-                if is_noscript && inside == Inside::Visible {
+                if kind == Kind::NoScript && inside == Inside::Visible {
                     noscript.elements.push(node);
                 }
                 let inside = match (inside, kind) {
-                    (Inside::Visible, Kind::Hidden) if is_noscript => Inside::NoScript,
-                    (Inside::Visible | Inside::NoScript, Kind::Hidden) => Inside::Hidden,
+                    (Inside::Visible, Kind::NoScript) => Inside::NoScript,
+                    (Inside::Visible | Inside::NoScript, Kind::Hidden | Kind::NoScript) => {
+                        Inside::Hidden
+                    }
                     (inside, _) => inside,
                 };
                 let hidden = inside != Inside::Visible;
@@ -220,9 +235,9 @@ fn element_kind(el: &dom_query::Element) -> Kind {
         local_name!("body") => Kind::Body,
         local_name!("figure") | local_name!("figcaption") | local_name!("aside") => Kind::Figure,
         local_name!("pre") | local_name!("code") | local_name!("table") => Kind::Code,
+        local_name!("noscript") => Kind::NoScript,
         local_name!("script")
         | local_name!("style")
-        | local_name!("noscript")
         | local_name!("template")
         | local_name!("head") => Kind::Hidden,
         _ => {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use reqwest::header::{self, HeaderMap};
 use url::Url;
 
-use super::response::Oversize;
+use super::response::Over;
 use super::{Client, Error, Response};
 use crate::job::ErrorCode;
 use crate::web::proxy::Choice;
@@ -88,9 +88,11 @@ impl Client {
                 current = next;
                 continue;
             }
-            return self
-                .finish(response, current, hops, limit, Oversize::Reduce)
-                .await;
+            // Pages are kept past the limit, reduced, up to the hard cap on bytes read.
+            let over = Over::Reduce {
+                cap: self.config.max_decoded_bytes.max(limit),
+            };
+            return self.finish(response, current, hops, limit, over).await;
         }
     }
 }

@@ -41,8 +41,6 @@ pub struct Response {
 /// What reading an oversize HTML page did to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reduced {
-    /// Decoded bytes read (all of the page unless `truncated`).
-    pub read: u64,
     /// Bytes of scripts, styles, SVG and comments dropped.
     pub dropped: u64,
     /// Whether what was kept was still over the limit, so the page was cut there and the
@@ -85,29 +83,31 @@ impl Response {
 }
 
 impl Client {
-    /// Reads the body of the final response within `limit` and assembles the [`Response`]; a
-    /// page (`Oversize::Reduce`) that is HTML is reduced past the limit instead of refused.
+    /// Reads the body of the final response within `limit` and assembles the [`Response`]:
+    /// a successful body over the limit as `over` says ([`Over::Reduce`] only when it is
+    /// HTML, refused otherwise), an error body cut.
     pub(super) async fn finish(
         &self,
         response: reqwest::Response,
         final_url: Url,
         hops: Vec<Url>,
         limit: u64,
-        oversize: Oversize,
+        over: Over,
     ) -> Result<Response, Error> {
         let status = response.status().as_u16();
         let remote_addr = response.remote_addr();
         let headers = response.headers().clone();
-        let (body, reduced) = if status >= 400 {
-            self.read_body(response, limit.min(ERROR_BODY_MAX_BYTES), Over::Cut)
-                .await?
-        } else if oversize == Oversize::Reduce && reducible(&headers) {
-            let cap = self.config.max_decoded_bytes.max(limit);
-            self.read_body(response, limit, Over::Reduce { cap })
-                .await?
-        } else {
-            self.read_body(response, limit, Over::Refuse).await?
+        let over = match over {
+            _ if status >= 400 => Over::Cut,
+            Over::Reduce { .. } if !reducible(&headers) => Over::Refuse,
+            over => over,
         };
+        let limit = if over == Over::Cut {
+            limit.min(ERROR_BODY_MAX_BYTES)
+        } else {
+            limit
+        };
+        let (body, reduced) = self.read_body(response, limit, over).await?;
         Ok(Response {
             final_url,
             status,
@@ -211,7 +211,6 @@ impl Client {
             kept.truncate(limit as usize);
         }
         let reduced = Reduced {
-            read,
             dropped: read.saturating_sub(kept_all),
             truncated,
             limit,
@@ -244,21 +243,12 @@ fn looks_like_markup(body: &[u8], chunk: &[u8]) -> bool {
     head.contains(&b'<') && !head.contains(&0)
 }
 
-/// What a caller wants done with a successful body over its limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Oversize {
-    /// Refused (`too_large`): API answers, webhooks' responses.
-    Refuse,
-    /// An HTML page is reduced, then cut (the pages trawl fetches).
-    Reduce,
-}
-
 /// What reading a body does with bytes past its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Over {
-    /// Fails with [`Error::TooLarge`].
+pub(super) enum Over {
+    /// Fails with [`Error::TooLarge`] (API answers, webhooks' responses, non-HTML bodies).
     Refuse,
-    /// Keeps the first bytes and stops reading.
+    /// Keeps the first bytes and stops reading (error bodies).
     Cut,
     /// Reduces the page from there on (an HTML page), failing with [`Error::TooLarge`] past
     /// `cap` decoded bytes read, and keeps the first `limit` bytes of what is left.
