@@ -101,6 +101,11 @@ pub fn strip_link_destinations(markdown: &str) -> std::borrow::Cow<'_, str> {
         }
         out.push_str(&text[at..]);
         text = std::borrow::Cow::Owned(out);
+        // Every link and image starts with `[` or `![`: without one left there is nothing
+        // for another pass to find (most pages end here, after one parse).
+        if !text.contains('[') {
+            break;
+        }
     }
     text
 }

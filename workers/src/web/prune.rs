@@ -289,12 +289,13 @@ fn has_caption_word(value: &str) -> bool {
 
 /// Counts non-whitespace characters: markup indentation must not count as text.
 pub(crate) fn visible_len(s: &str) -> usize {
-    // Most text is ASCII: counting bytes is several times faster than decoding chars (and
-    // vectorises). `u8::is_ascii_whitespace` leaves out the vertical tab, which
-    // `char::is_whitespace` counts as whitespace.
+    // Most text is ASCII: counting bytes is several times faster than decoding chars. ASCII
+    // whitespace as `char::is_whitespace` sees it is 0x09-0x0d (the vertical tab included,
+    // which `u8::is_ascii_whitespace` leaves out) and 0x20: two plain compares, which the
+    // compiler turns into vector code (a `match` on the values showed in the crawl profile).
     if s.is_ascii() {
         s.bytes()
-            .filter(|&b| !(b.is_ascii_whitespace() || b == 0x0b))
+            .filter(|&b| b != b' ' && !(0x09..=0x0d).contains(&b))
             .count()
     } else {
         s.chars().filter(|c| !c.is_whitespace()).count()
@@ -525,6 +526,7 @@ mod tests {
             "",
             "  a b\tc\n",
             "\u{b}x\u{c}y\r",
+            "\u{0}\u{8}\u{e}\u{1f} \u{7f}~!",
             "caf\u{e9} \u{a0}na\u{ef}ve\u{2003}!",
             "\u{3000}\u{65e5}\u{672c}",
         ] {

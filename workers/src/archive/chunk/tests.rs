@@ -20,6 +20,9 @@ fn link_destinations_are_stripped_outside_code() {
         strip_link_destinations("no links here"),
         std::borrow::Cow::Borrowed(_)
     ));
+    // A link in a link's text: the outer one is a link only once the inner one is gone.
+    assert_eq!(strip_link_destinations("[a [b](c) d](e) f"), "a b d f");
+    assert_eq!(strip_link_destinations("[x](y) z"), "x z");
 }
 
 // ---------- helpers: an independent, line-based view of the fixtures ----------
