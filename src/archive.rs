@@ -37,8 +37,12 @@ pub struct Config {
     pub commit_pages: usize,
     /// ...or when the oldest uncommitted page waited this long, in milliseconds.
     pub commit_ms: u64,
-    /// Memory of the index writer, in megabytes.
+    /// Memory of the index writer, in megabytes (shared by its threads, 15 each at least).
     pub writer_heap_mb: usize,
+    /// Indexing threads of the index writer (1–8). One keeps up with a crawl on a machine
+    /// whose other cores fetch and extract, and leaves half the segments to merge that two
+    /// would; more pay only when archiving stored pages on an otherwise idle machine.
+    pub writer_threads: usize,
     /// Chunks smaller than this (in words) are merged with their neighbours when possible.
     pub chunk_min_words: usize,
     /// Preferred chunk size, in words.
@@ -58,6 +62,7 @@ impl Default for Config {
             commit_pages: 1_000,
             commit_ms: 2_000,
             writer_heap_mb: 128,
+            writer_threads: 1,
             chunk_min_words: chunks.min_words,
             chunk_target_words: chunks.target_words,
             chunk_max_words: chunks.max_words,
@@ -84,6 +89,16 @@ pub enum ConfigError {
     /// `writer_heap_mb` is out of its bounds.
     #[error("archive.writer_heap_mb = {0} is outside 15..=4096")]
     WriterHeap(usize),
+    /// `writer_threads` is out of its bounds, or the heap is too small for them.
+    #[error(
+        "archive.writer_threads = {threads} must be 1..=8, with archive.writer_heap_mb ({heap_mb}) at least 15 per thread"
+    )]
+    WriterThreads {
+        /// `writer_threads`.
+        threads: usize,
+        /// `writer_heap_mb`.
+        heap_mb: usize,
+    },
     /// A commit or file size limit is zero.
     #[error("archive.commit_pages, commit_ms and warc_max_file_mb must be at least 1")]
     Limits,
@@ -105,6 +120,13 @@ impl Config {
         }
         if !(15..=4_096).contains(&self.writer_heap_mb) {
             return Err(ConfigError::WriterHeap(self.writer_heap_mb));
+        }
+        if !(1..=8).contains(&self.writer_threads) || self.writer_heap_mb < 15 * self.writer_threads
+        {
+            return Err(ConfigError::WriterThreads {
+                threads: self.writer_threads,
+                heap_mb: self.writer_heap_mb,
+            });
         }
         if self.commit_pages == 0 || self.commit_ms == 0 || self.warc_max_file_mb == 0 {
             return Err(ConfigError::Limits);
@@ -259,7 +281,11 @@ impl Archiver {
         request_headers: Vec<(String, String)>,
     ) -> Result<Archiver, Error> {
         let index = ArchiveIndex::open_or_create(&index_dir(data_dir))?;
-        let writer = index.writer(config.writer_heap_mb << 20)?;
+        if config.warc {
+            store.hold_raw_to_archive();
+        }
+        let writer =
+            index.writer_with_threads(config.writer_threads, config.writer_heap_mb << 20)?;
         let warc = if config.warc {
             let dir = warc_dir(data_dir);
             std::fs::create_dir_all(&dir)?;
@@ -451,7 +477,11 @@ impl Archiver {
     async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
         let text = self.store.text(&page.content_hash).await?;
         let (raw, original) = if self.config.warc && page.warc_record_id.is_none() {
-            let raw = self.store.blob(&page.raw_hash).await?.unwrap_or_default();
+            let raw = self
+                .store
+                .raw_to_archive(&page.raw_hash)
+                .await?
+                .unwrap_or_default();
             let original = self
                 .store
                 .warc_original(&page.url, &page.raw_hash, page.fetched_at_ms)
@@ -614,4 +644,33 @@ impl<W: std::io::Write> WarcSink for warc::RecordWriter<W> {
 /// The `software` field of trawl's warcinfo records.
 pub fn software() -> String {
     format!("trawl/{}", env!("CARGO_PKG_VERSION"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writer_threads_need_their_heap() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        for (threads, heap_mb, ok) in [
+            (1, 15, true),
+            (2, 30, true),
+            (8, 128, true),
+            (0, 128, false),
+            (9, 4_096, false),
+            (3, 44, false),
+        ] {
+            let config = Config {
+                writer_threads: threads,
+                writer_heap_mb: heap_mb,
+                ..Config::default()
+            };
+            assert_eq!(
+                config.validate().is_ok(),
+                ok,
+                "{threads} threads, {heap_mb} MB"
+            );
+        }
+    }
 }

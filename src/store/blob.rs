@@ -1,6 +1,6 @@
 //! Blobs as every store engine keeps them: zstd-compressed (or plain when that is not smaller),
-//! content-addressed by the sha256 of the uncompressed bytes; and the bounded in-memory cache
-//! of page texts read from them.
+//! content-addressed by the sha256 of the uncompressed bytes; the bounded in-memory cache of
+//! page texts read from them, and the raw bodies handed to this process's archive pool.
 //!
 //! Not here: where the bytes are stored (a table in each engine).
 
@@ -16,6 +16,9 @@ const MAX_BLOB_BYTES: usize = 256 << 20;
 
 /// Bytes of decompressed page text kept by [`Texts`].
 const TEXT_CACHE_BYTES: usize = 32 << 20;
+
+/// Bytes of raw bodies kept for the archive pool by [`Raws`].
+const RAW_CACHE_BYTES: usize = 32 << 20;
 
 /// A blob ready to insert.
 #[derive(Debug)]
@@ -80,34 +83,66 @@ impl Blob {
     }
 }
 
+/// Entries by blob hash, least recently used evicted past a bound in bytes; an entry larger
+/// than a sixteenth of the bound is not kept.
+#[derive(Debug)]
+struct Bounded<V> {
+    lru: LruCache<String, (V, usize)>,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl<V> Bounded<V> {
+    fn new(max_bytes: usize) -> Mutex<Bounded<V>> {
+        Mutex::new(Bounded {
+            lru: LruCache::unbounded(),
+            bytes: 0,
+            max_bytes,
+        })
+    }
+
+    fn put(&mut self, hash: &str, value: V, len: usize) {
+        if len > self.max_bytes / 16 {
+            return;
+        }
+        self.bytes += len;
+        if let Some((_, (_, old))) = self.lru.push(hash.to_owned(), (value, len)) {
+            self.bytes -= old;
+        }
+        while self.bytes > self.max_bytes {
+            match self.lru.pop_lru() {
+                Some((_, (_, evicted))) => self.bytes -= evicted,
+                None => break,
+            }
+        }
+    }
+
+    fn take(&mut self, hash: &str) -> Option<V> {
+        let (value, len) = self.lru.pop(hash)?;
+        self.bytes -= len;
+        Some(value)
+    }
+}
+
 /// Recently read or written page texts by content hash. Blobs never change, so entries never
 /// go stale; bounded in bytes.
 #[derive(Debug)]
 pub(super) struct Texts {
-    cache: Mutex<TextCache>,
-}
-
-#[derive(Debug)]
-struct TextCache {
-    lru: LruCache<String, Arc<str>>,
-    bytes: usize,
+    cache: Mutex<Bounded<Arc<str>>>,
 }
 
 impl Texts {
     /// An empty cache.
     pub(super) fn new() -> Texts {
         Texts {
-            cache: Mutex::new(TextCache {
-                lru: LruCache::unbounded(),
-                bytes: 0,
-            }),
+            cache: Bounded::new(TEXT_CACHE_BYTES),
         }
     }
 
     /// The text under `content_hash`, when it is in memory.
     pub(super) fn get(&self, content_hash: &str) -> Option<Arc<str>> {
         let mut cache = self.cache.lock().ok()?;
-        cache.lru.get(content_hash).cloned()
+        cache.lru.get(content_hash).map(|(text, _)| text.clone())
     }
 
     /// Reads a text blob's bytes (`None`: the blob is missing) and keeps the text.
@@ -133,18 +168,48 @@ impl Texts {
         if text.len() > TEXT_CACHE_BYTES / 16 {
             return;
         }
-        let Ok(mut cache) = self.cache.lock() else {
-            return;
-        };
-        cache.bytes += text.len();
-        if let Some(old) = cache.lru.put(content_hash.to_owned(), Arc::from(text)) {
-            cache.bytes -= old.len();
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.put(content_hash, Arc::from(text), text.len());
         }
-        while cache.bytes > TEXT_CACHE_BYTES {
-            match cache.lru.pop_lru() {
-                Some((_, evicted)) => cache.bytes -= evicted.len(),
-                None => break,
-            }
+    }
+}
+
+/// Raw bodies of pages just stored for the archive pool of this process, by sha256: the pool
+/// writes their WARC records from these bytes instead of reading and decompressing the blob
+/// it was just given. Each is taken once; bounded in bytes (a pool that falls behind reads
+/// the store as before). Holds nothing until [`Raws::hold`] says a pool runs here.
+#[derive(Debug)]
+pub(super) struct Raws {
+    held: std::sync::atomic::AtomicBool,
+    cache: Mutex<Bounded<Vec<u8>>>,
+}
+
+impl Raws {
+    /// An empty cache that holds nothing yet.
+    pub(super) fn new() -> Raws {
+        Raws {
+            held: std::sync::atomic::AtomicBool::new(false),
+            cache: Bounded::new(RAW_CACHE_BYTES),
         }
+    }
+
+    /// From now on, raw bodies of pages to archive are kept for the pool.
+    pub(super) fn hold(&self) {
+        self.held.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Keeps `raw` for the archive pool, when one runs in this process.
+    pub(super) fn remember(&self, raw_hash: &str, raw: Vec<u8>) {
+        if self.held.load(std::sync::atomic::Ordering::Relaxed)
+            && let Ok(mut cache) = self.cache.lock()
+        {
+            let len = raw.len();
+            cache.put(raw_hash, raw, len);
+        }
+    }
+
+    /// Takes the raw body under `raw_hash`, when it is in memory.
+    pub(super) fn take(&self, raw_hash: &str) -> Option<Vec<u8>> {
+        self.cache.lock().ok()?.take(raw_hash)
     }
 }

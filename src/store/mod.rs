@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use trawl_workers::job::{ErrorCode, JobError};
 
-use blob::Texts;
+use blob::{Raws, Texts};
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 pub use idempotency::IdempotencyClaim;
 pub use overview::PageFiles;
@@ -61,6 +61,8 @@ pub struct Store {
     writer: Writer,
     /// Recently read or written page texts by content hash.
     texts: Arc<Texts>,
+    /// Raw bodies of pages just stored for this process's archive pool.
+    raws: Arc<Raws>,
 }
 
 /// The engine behind a [`Store`].
@@ -109,6 +111,7 @@ impl Store {
             engine,
             writer,
             texts: Arc::new(Texts::new()),
+            raws: Arc::new(Raws::new()),
         }
     }
 
@@ -203,7 +206,7 @@ impl Store {
         result_for: impl FnOnce(&str) -> String,
     ) -> Result<(String, Option<Status>), Error> {
         self.writer
-            .finish_with_page(&self.texts, job_id, page, result_for)
+            .finish_with_page((&self.texts, &self.raws), job_id, page, result_for)
             .await
     }
 
@@ -228,6 +231,21 @@ impl Store {
     /// Returns the text stored under a content hash.
     pub async fn text(&self, content_hash: &str) -> Result<String, Error> {
         Ok(self.shared_text(content_hash).await?.to_string())
+    }
+
+    /// Keeps the raw bodies of pages stored from now on for archiving (bounded in memory),
+    /// for [`Store::raw_to_archive`]: the archive pool of this process calls it as it opens.
+    pub fn hold_raw_to_archive(&self) {
+        self.raws.hold();
+    }
+
+    /// A raw body to archive: the bytes just stored by this process when they are still held
+    /// (each is handed out once), else the blob read back (`None`: it is missing).
+    pub async fn raw_to_archive(&self, raw_hash: &str) -> Result<Option<Vec<u8>>, Error> {
+        match self.raws.take(raw_hash) {
+            Some(raw) => Ok(Some(raw)),
+            None => self.blob(raw_hash).await,
+        }
     }
 
     /// Like [`Store::text`], without a copy when the text is in memory.

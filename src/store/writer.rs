@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::blob::{Blob, Texts};
+use super::blob::{Blob, Raws, Texts};
 use super::rows::{self, to_json};
 use super::{Error, NewPage, Status};
 
@@ -127,7 +127,7 @@ impl Writer {
     /// status this call ended the job with.
     pub(super) async fn finish_with_page(
         &self,
-        texts: &Texts,
+        (texts, raws): (&Texts, &Raws),
         job_id: &str,
         page: NewPage<'_>,
         result_for: impl FnOnce(&str) -> String,
@@ -135,14 +135,15 @@ impl Writer {
         let text = page.text.as_bytes().to_vec();
         let raw = page.raw.to_vec();
         // Level 1, the fastest: level 3 cost twice the CPU for a few percent smaller blobs.
-        let (text_blob, raw_blob) =
-            tokio::task::spawn_blocking(move || (Blob::pack(&text, 1), Blob::pack(&raw, 1)))
+        let (text_blob, raw_blob, raw) =
+            tokio::task::spawn_blocking(move || (Blob::pack(&text, 1), Blob::pack(&raw, 1), raw))
                 .await
                 .map_err(|error| Error::Corrupt {
                     what: "blob",
                     detail: format!("compression task failed: {error}"),
                 })?;
         let content_hash = text_blob.sha256.clone();
+        let raw_hash = raw_blob.sha256.clone();
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
             .map(|timestamp| timestamp.as_millisecond())
             .unwrap_or_else(|_| jiff::Timestamp::now().as_millisecond());
@@ -177,6 +178,9 @@ impl Writer {
         let ended = answer.await.map_err(|_| gone())??;
         if ended.is_some() {
             texts.remember(&content_hash, page.text);
+            if page.archive {
+                raws.remember(&raw_hash, raw);
+            }
         }
         Ok((content_hash, ended))
     }
