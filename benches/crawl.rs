@@ -1,51 +1,95 @@
 //! Crawl benchmark: `trawl crawl` over a generated local site served by nginx on 127.0.0.1
 //! (`testkit::crawl_site`: articles, tag pages, canonical duplicates, pages
-//! disallowed by robots.txt, redirects, dead links, a sitemap index), embedded and
-//! distributed, with the crawl's correctness checked on every run.
+//! disallowed by robots.txt, redirects, dead links, a sitemap index), embedded, embedded with
+//! `--archive` and distributed, against a peer crawling the same site in the same run
+//! (spider-rs, `/work/shared/peers/`), with the crawl's correctness checked on every run.
 //!
 //! ```text
 //! cargo bench --bench crawl                               # 10,000 articles, 3 runs per mode
 //! cargo bench --bench crawl -- 2000                       # another site size
-//! TRAWL_BENCH_PAGES=100000 TRAWL_BENCH_RUNS=1 cargo bench --bench crawl   # the flat-RSS check
+//! TRAWL_BENCH_PAGES=100000 TRAWL_BENCH_RUNS=1 TRAWL_BENCH_MODES=embedded cargo bench --bench crawl
 //! TRAWL_BENCH_MODES=distributed TRAWL_BENCH_WORKERS=3 cargo bench --bench crawl
+//! TRAWL_BENCH_MODES=peer,peer-fetch,embedded,archive cargo bench --bench crawl
 //! ```
 //!
-//! Modes: **embedded** is `trawl crawl http://127.0.0.1:PORT/p/0 --sitemap --max-depth D
-//! --max-pages <big> --allow-private-network -q -c C` on a fresh data directory (SQLite store
-//! and queue). **distributed** starts its own `redis-server` on a free loopback port and
-//! creates a fresh PostgreSQL database on the local server (unix socket
-//! `/var/run/postgresql`, user `postgres`), starts `TRAWL_BENCH_WORKERS` `trawl work --pools
-//! fetch=C` processes on them, runs `trawl crawl --no-pools` with the same arguments (it
-//! queues the crawl and follows it), then stops the workers with SIGTERM; Redis is stopped
-//! and the database dropped at the end of each run, also when it fails. Politeness is opened
-//! for the one local host: `politeness.max_concurrent_per_host` = every fetch slot of the
-//! mode, `politeness.min_delay_ms` = 0 (robots.txt has no Crawl-delay).
+//! The third line is the flat-RSS check, and the scale check: its embedded pages/s should be
+//! within 10 % of a 10,000-page run's on the same machine (two runs of the bench, compared by
+//! hand; one run has one site size).
+//!
+//! Modes (`TRAWL_BENCH_MODES`, default `peer,embedded,archive,distributed`), run interleaved:
+//! run 1 of every mode in the order given, then run 2 of every mode, and so on.
+//!
+//! - **embedded** is `trawl crawl http://127.0.0.1:PORT/p/0 --sitemap --max-depth D
+//!   --max-pages <big> --allow-private-network -q -c C` on a fresh data directory (SQLite
+//!   store and queue).
+//! - **archive** is the same with `--archive` (search index and WARC records), on a fresh
+//!   data directory; its CPU and peak RSS are those of the one process.
+//! - **distributed** starts its own `redis-server` on a free loopback port and creates a
+//!   fresh PostgreSQL database on the local server (unix socket `/var/run/postgresql`, user
+//!   `postgres`), starts `TRAWL_BENCH_WORKERS` `trawl work --pools fetch=C` processes on them,
+//!   runs `trawl crawl --no-pools` with the same arguments (it queues the crawl and follows
+//!   it), then stops the workers with SIGTERM; Redis is stopped and the database dropped at
+//!   the end of each run, also when it fails.
+//! - **peer** is `spider_extract URL C urls.txt INDEX_DIR 2` (spider-rs 2.53 fetching,
+//!   dom_smoothie's Readability to Markdown on 2 threads, a tantivy index, in one process; a
+//!   fresh index directory per run): the reference of the ratios.
+//! - **peer-fetch** is `spiderbench URL C urls.txt` (spider-rs fetching only): reported, not
+//!   a target.
+//!
+//! The peer starts from the same seed as trawl, `/p/0` (nginx answers `/` with 403: the site
+//! has no index page; the peer reads robots.txt but no sitemap, so it reaches the site by its
+//! links alone), with C = `TRAWL_BENCH_CONCURRENCY` in flight (the peers README measured with
+//! 64; the report says which). Its binaries are looked for in `TRAWL_BENCH_PEER_DIR` (default
+//! `$HOME/.cache/spiderpeer-target/release`); when a peer mode is asked for and they are
+//! missing, the bench fails before it starts and prints the build command of the peers README.
+//!
+//! Politeness is opened for the one local host: `politeness.max_concurrent_per_host` = every
+//! fetch slot of the mode, `politeness.min_delay_ms` = 0 (robots.txt has no Crawl-delay).
 //!
 //! Each process runs under GNU time. Per run: pages/s (pages fetched / wall time of `trawl
-//! crawl`), CPU ms per fetched page ((user + sys) of every trawl process of the run / pages),
-//! peak RSS per process, and VmRSS of each fetching process sampled every second (first after
-//! a 3 s warm-up, median, last, max, last/first: with 100,000 pages this is the memory
-//! check). Then medians per mode, the ratio distributed/embedded, and the targets
-//! (distributed ≥ 400 pages/s and within 10% of embedded; peak RSS < 300 MB per process).
+//! crawl`; for the peer, pages it indexed (`indexed=` of spider_extract's `RESULT` line) or
+//! pages answering 200 (spiderbench) / its wall time), CPU ms per page ((user + sys) of every
+//! process of the run / pages), peak RSS per process, and VmRSS of each fetching process
+//! sampled every second (first after a 3 s warm-up, median, last, max, last/first: with
+//! 100,000 pages this is the memory check). Then medians per mode, the targets (distributed ≥
+//! 400 pages/s and within 10% of embedded; peak RSS < 300 MB per process; archive ≤ 2.2 ms CPU
+//! per page), and trawl's ratios to the peer's medians: embedded / peer pages/s ≥ 1.3, archive
+//! / peer ≥ 1.0, distributed / peer ≥ 1.0, and CPU ms per page and peak RSS against the
+//! peer's (no target); the same pages/s ratios against peer-fetch, without targets.
 //!
-//! Correctness, checked on every run (a run that breaks a check makes the bench fail after
-//! the report): the pages stored are exactly the site's unique documents (`/p/` and `/tag/`,
-//! by final URL, one row each), the crawl's counters (fetched = unique documents, failed =
-//! dead links, duplicates = `/dup/` pages + redirects (their targets are known from the
-//! sitemap), skipped by robots = `/private/` pages), and
+//! The peer's pages are not trawl's: spider-rs keeps URLs that differ only by tracking
+//! parameters apart (the site's links carry `?utm_*` and `?fbclid=<random>`) and reads no
+//! canonical link, so it fetches, extracts and indexes each document several times (about 6×
+//! at 1,000 articles). Its pages/s is work done per second, the reference the targets use; the
+//! report adds, without a target, the peer's rate in the site's unique documents per second
+//! and trawl's pages/s against it.
+//!
+//! Correctness, checked on every trawl run (a run that breaks a check makes the bench fail
+//! after the report): the pages stored are exactly the site's unique documents (`/p/` and
+//! `/tag/`, by final URL, one row each), the crawl's counters (fetched = unique documents,
+//! failed = dead links, duplicates = `/dup/` pages + redirects (their targets are known from
+//! the sitemap), skipped by robots = `/private/` pages), and
 //! nginx's access log: no request to `/private/`, every page requested, every redirect
 //! requested once, no page requested twice (a redirect to a known page is refused before its
-//! target is requested; robots.txt and sitemaps: counted and shown).
+//! target is requested; robots.txt and sitemaps: counted and shown). Archive runs also check
+//! the `archived: …` line: pages archived + unchanged = pages fetched, none failed, WARC
+//! response records written. Peer runs fail only on a robots.txt violation (a `/private/` URL
+//! in its URL list or the access log); the rest is reported: its URL list's statuses, how
+//! many of the site's unique documents it got with a 200 (a note when not all), the `/dup/`
+//! and query-string variants it fetched as pages of their own, and what the access log shows.
 //!
 //! Needs nginx, GNU time (`/usr/bin/time`) and `sqlite3`; distributed also `redis-server`
-//! and `psql` with a local PostgreSQL server. Environment: `TRAWL_BENCH_PAGES` (articles,
-//! default 10,000; a bare number argument too), `TRAWL_BENCH_RUNS` (runs per mode, default
-//! 3), `TRAWL_BENCH_MODES` (`embedded,distributed`, the default), `TRAWL_BENCH_WORKERS`
-//! (distributed worker processes, default 2), `TRAWL_BENCH_CONCURRENCY` (fetch slots per
-//! process, default 32), `TRAWL_BENCH_TIMEOUT` (seconds one crawl may take, default 1800),
-//! `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path),
+//! and `psql` with a local PostgreSQL server; the peer modes the peer's binaries. Environment:
+//! `TRAWL_BENCH_PAGES` (articles, default 10,000; a bare number argument too),
+//! `TRAWL_BENCH_RUNS` (runs per mode, default 3), `TRAWL_BENCH_MODES` (any of `peer`,
+//! `peer-fetch`, `embedded`, `archive`, `distributed`; default
+//! `peer,embedded,archive,distributed`), `TRAWL_BENCH_WORKERS` (distributed worker processes,
+//! default 2), `TRAWL_BENCH_CONCURRENCY` (fetch slots per process, and the peer's
+//! concurrency, default 32), `TRAWL_BENCH_TIMEOUT` (seconds one crawl may take, default
+//! 1800), `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path),
 //! `TRAWL_BENCH_BIN=PATH` (another trawl binary than this build's), `TRAWL_BENCH_PG_HOST`
-//! (PostgreSQL socket directory, default `/var/run/postgresql`).
+//! (PostgreSQL socket directory, default `/var/run/postgresql`), `TRAWL_BENCH_PEER_DIR` (the
+//! peer's binaries, default `$HOME/.cache/spiderpeer-target/release`).
 
 // A benchmark reads its own knobs from the environment; trawl's configuration rule (figment only)
 // is for the application.
@@ -75,6 +119,8 @@ mod server;
 mod checks;
 #[path = "crawl/modes.rs"]
 mod modes;
+#[path = "crawl/peer.rs"]
+mod peer;
 #[path = "crawl/proc.rs"]
 mod proc;
 #[path = "crawl/report.rs"]
@@ -84,7 +130,7 @@ mod run;
 #[path = "crawl/stores.rs"]
 mod stores;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -98,10 +144,19 @@ use testkit::crawl_site::{CrawlSite, Expected};
 type Result<T> = std::result::Result<T, String>;
 
 const DEFAULT_PAGES: u64 = 10_000;
+const DEFAULT_MODES: &str = "peer,embedded,archive,distributed";
 const TARGET_PAGES_PER_SEC: f64 = 400.0;
 const TARGET_RSS_MB: f64 = 300.0;
 /// Distributed pages/s at least this share of embedded's.
 const TARGET_DISTRIBUTED_SHARE: f64 = 0.9;
+/// Embedded (`trawl crawl`, no archive) pages/s at least this multiple of the peer's.
+const TARGET_EMBEDDED_VS_PEER: f64 = 1.3;
+/// `trawl crawl --archive` pages/s at least this multiple of the peer's.
+const TARGET_ARCHIVE_VS_PEER: f64 = 1.0;
+/// `trawl crawl --archive` CPU ms per page at most.
+const TARGET_ARCHIVE_CPU_MS: f64 = 2.2;
+/// Distributed pages/s at least this multiple of the peer's.
+const TARGET_DISTRIBUTED_VS_PEER: f64 = 1.0;
 /// RSS samples before this many seconds are the warm-up.
 const WARM_UP_SAMPLES: usize = 3;
 
@@ -117,16 +172,37 @@ fn main() -> ExitCode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
+    /// The peer with extraction and indexing (`spider_extract`): the reference of the ratios.
+    Peer,
+    /// The peer fetching only (`spiderbench`): reported, not a target.
+    PeerFetch,
     Embedded,
+    /// Embedded with `--archive`.
+    Archive,
     Distributed,
 }
 
 impl Mode {
+    const ALL: [Mode; 5] = [
+        Mode::Peer,
+        Mode::PeerFetch,
+        Mode::Embedded,
+        Mode::Archive,
+        Mode::Distributed,
+    ];
+
     fn name(self) -> &'static str {
         match self {
+            Mode::Peer => "peer",
+            Mode::PeerFetch => "peer-fetch",
             Mode::Embedded => "embedded",
+            Mode::Archive => "archive",
             Mode::Distributed => "distributed",
         }
+    }
+
+    fn is_peer(self) -> bool {
+        matches!(self, Mode::Peer | Mode::PeerFetch)
     }
 }
 
@@ -139,6 +215,8 @@ struct Settings {
     timeout: Duration,
     keep: bool,
     pg_host: String,
+    /// Where the peer's binaries are (`TRAWL_BENCH_PEER_DIR`).
+    peer_dir: PathBuf,
 }
 
 fn settings() -> Result<Settings> {
@@ -164,18 +242,17 @@ fn settings() -> Result<Settings> {
             "{workers} workers × {concurrency} fetch slots is above politeness.max_concurrent_per_host's 1024"
         ));
     }
-    let modes = env_list(
-        "TRAWL_BENCH_MODES",
-        "embedded,distributed",
-        "mode",
-        |mode| match mode {
-            "embedded" => Ok(Mode::Embedded),
-            "distributed" => Ok(Mode::Distributed),
-            other => Err(format!(
-                "TRAWL_BENCH_MODES: unknown mode {other:?} (embedded, distributed)"
-            )),
-        },
-    )?;
+    let modes = env_list("TRAWL_BENCH_MODES", DEFAULT_MODES, "mode", |name| {
+        Mode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "TRAWL_BENCH_MODES: unknown mode {name:?} ({})",
+                    Mode::ALL.map(Mode::name).join(", ")
+                )
+            })
+    })?;
     Ok(Settings {
         pages,
         runs,
@@ -186,6 +263,7 @@ fn settings() -> Result<Settings> {
         keep: env_flag("TRAWL_BENCH_KEEP"),
         pg_host: std::env::var("TRAWL_BENCH_PG_HOST")
             .unwrap_or_else(|_| "/var/run/postgresql".to_owned()),
+        peer_dir: peer::peer_dir(),
     })
 }
 
@@ -212,6 +290,7 @@ fn check_tools(settings: &Settings) -> Result<()> {
             return Err(format!("{tool} not found: install it with `{install}`"));
         }
     }
+    peer::check_peer_bins(settings)?;
     process::check_gnu_time_and_trawl()
 }
 
@@ -272,8 +351,10 @@ fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
     };
     let load_before = load_average();
     let mut runs: Vec<Run> = Vec::new();
-    for &mode in &settings.modes {
-        for i in 1..=settings.runs {
+    // Interleaved: run i of every mode, then run i + 1, so a drift of the machine's load
+    // weighs on every mode alike.
+    for i in 1..=settings.runs {
+        for &mode in &settings.modes {
             let run = bench.run(mode, i)?;
             eprintln!("{}", run.line());
             runs.push(run);

@@ -1,7 +1,8 @@
 //! How a run of each mode is driven: the `trawl crawl` arguments and environment, the embedded
-//! run (one `trawl crawl` on a fresh data directory) and the distributed run (its own
-//! redis-server and PostgreSQL database, `trawl work` processes, `trawl crawl --no-pools`).
-//! It does not check what the crawl did (see `checks`) nor print the report.
+//! run (one `trawl crawl` on a fresh data directory; with `--archive` in archive mode) and the
+//! distributed run (its own redis-server and PostgreSQL database, `trawl work` processes,
+//! `trawl crawl --no-pools`); the peer's runs are in `peer`. It does not check what the crawl
+//! did (see `checks`) nor print the report.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -12,7 +13,7 @@ use crate::nginx::find_in_path;
 use crate::proc::Proc;
 use crate::process::{GNU_TIME, Usage, timed_trawl, trawl_bin};
 use crate::redis_server::RedisServer;
-use crate::run::{Run, Samples, Summary, parse_summary};
+use crate::run::{Run, Samples, Summary, parse_archived, parse_summary};
 use crate::stores::{Database, psql_pages, sqlite_pages};
 use crate::{Bench, Mode, Result};
 
@@ -21,7 +22,7 @@ impl Bench<'_> {
         format!("{}/p/0", self.site.origin())
     }
 
-    /// `trawl crawl …` after the global options.
+    /// `trawl crawl …` after the global options (`--archive` added by archive mode).
     pub(crate) fn crawl_args(&self, no_pools: bool) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["crawl".into(), self.seed().into()];
         for arg in ["--sitemap", "--allow-private-network", "-q"] {
@@ -48,8 +49,8 @@ impl Bench<'_> {
     /// The environment of every trawl process of a run in `mode`.
     pub(crate) fn trawl_env(&self, mode: Mode) -> Vec<(&'static str, String)> {
         let slots = match mode {
-            Mode::Embedded => self.settings.concurrency,
             Mode::Distributed => self.settings.concurrency * self.settings.workers,
+            _ => self.settings.concurrency,
         };
         vec![
             (
@@ -69,15 +70,27 @@ impl Bench<'_> {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         self.nginx.clear_access_log()?;
-        let mut run = match mode {
-            Mode::Embedded => self.run_embedded(&dir, index)?,
-            Mode::Distributed => self.run_distributed(&dir, index)?,
-        };
-        self.check_access_log(&mut run)?;
-        Ok(run)
+        match mode {
+            Mode::Peer | Mode::PeerFetch => {
+                let mut run = self.run_peer(mode, &dir, index)?;
+                self.check_peer_access_log(&mut run)?;
+                Ok(run)
+            }
+            Mode::Embedded | Mode::Archive => {
+                let mut run = self.run_embedded(mode, &dir, index)?;
+                self.check_access_log(&mut run)?;
+                Ok(run)
+            }
+            Mode::Distributed => {
+                let mut run = self.run_distributed(&dir, index)?;
+                self.check_access_log(&mut run)?;
+                Ok(run)
+            }
+        }
     }
 
-    pub(crate) fn run_embedded(&self, dir: &Path, index: usize) -> Result<Run> {
+    /// One `trawl crawl` on a fresh data directory; with `--archive` in archive mode.
+    pub(crate) fn run_embedded(&self, mode: Mode, dir: &Path, index: usize) -> Result<Run> {
         let data = dir.join("data");
         let time_file = dir.join("crawl.time");
         let mut command = timed_trawl(&time_file);
@@ -85,19 +98,36 @@ impl Bench<'_> {
             .arg("--data-dir")
             .arg(&data)
             .args(self.crawl_args(false))
-            .envs(self.trawl_env(Mode::Embedded));
+            .envs(self.trawl_env(mode));
+        if mode == Mode::Archive {
+            command.arg("--archive");
+        }
         embedded_env(&mut command);
-        let crawl = Proc::spawn(command, &time_file, dir, "crawl")?;
+        let name = if mode == Mode::Archive {
+            "crawl --archive"
+        } else {
+            "crawl"
+        };
+        let crawl = Proc::spawn(command, &time_file, dir, name)?;
         let (crawl, samples) = crawl.wait_sampling(self.settings.timeout, &[])?;
-        let summary = parse_summary(&crawl.stdout)
-            .map_err(|e| format!("embedded run {index}: {e}\n{}", crawl.output_tail()))?;
+        let what = |e: String| format!("{} run {index}: {e}\n{}", mode.name(), crawl.output_tail());
+        let summary = parse_summary(&crawl.stdout).map_err(what)?;
+        let archived = if mode == Mode::Archive {
+            Some(parse_archived(&crawl.stdout).map_err(what)?)
+        } else {
+            None
+        };
         let rows = sqlite_pages(&data.join("trawl.sqlite"))?;
         let fetchers = vec![(
-            "trawl crawl".to_owned(),
+            format!("trawl {name}"),
             crawl.usage.clone(),
             samples.into_iter().next().unwrap_or_default(),
         )];
-        Ok(self.checked_run(Mode::Embedded, index, crawl.usage, fetchers, summary, &rows))
+        let mut run = self.checked_run(mode, index, crawl.usage, fetchers, summary, &rows);
+        if let Some(archived) = archived {
+            self.check_archived(&mut run, archived);
+        }
+        Ok(run)
     }
 
     pub(crate) fn run_distributed(&self, dir: &Path, index: usize) -> Result<Run> {
@@ -199,6 +229,8 @@ impl Bench<'_> {
             stored_rows: 0,
             log_notes: Vec::new(),
             failures: Vec::new(),
+            archived: None,
+            peer: None,
         };
         self.check_store(&mut run, rows);
         run

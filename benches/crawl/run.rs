@@ -1,7 +1,8 @@
 //! One crawl run's figures: the VmRSS samples of a fetching process, the counters `trawl crawl`
-//! prints (parsed from its output), and the [`Run`] that gathers them with the run's broken
-//! checks and its one-line description. It does not start processes, check the crawl or print
-//! the report.
+//! prints (parsed from its output, with the `archived: …` line of `--archive`), the peer's
+//! `RESULT` line and URL list, and the [`Run`] that gathers them with the run's broken checks
+//! and its one-line description. It does not start processes, check the crawl or print the
+//! report.
 
 use crate::process::Usage;
 use crate::{Mode, Result, WARM_UP_SAMPLES};
@@ -57,9 +58,47 @@ pub(crate) struct Summary {
     pub(crate) duplicates: u64,
 }
 
+/// The `archived: N pages, M chunks (U unchanged, F failed); WARC: R responses, V revisits`
+/// line `trawl crawl --archive` prints.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Archived {
+    pub(crate) pages: u64,
+    pub(crate) chunks: u64,
+    pub(crate) unchanged: u64,
+    pub(crate) failed: u64,
+    pub(crate) warc_responses: u64,
+    pub(crate) warc_revisits: u64,
+}
+
+/// What a peer run did: its `RESULT` line and what its URL list shows.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PeerResult {
+    /// The `RESULT …` line as printed.
+    pub(crate) line: String,
+    /// The pages its pages/s counts: `indexed=` (spider_extract) or the pages answering 200
+    /// (spiderbench).
+    pub(crate) pages: u64,
+    /// Lines of its URL list, and those with status 200.
+    pub(crate) listed: u64,
+    pub(crate) ok: u64,
+    /// Distinct paths (query and fragment dropped) of the 200 pages.
+    pub(crate) unique_ok_paths: u64,
+    /// How many of the site's unique documents (`/p/`, `/tag/`) it got with a 200.
+    pub(crate) unique_documents: u64,
+}
+
+impl PeerResult {
+    /// The site's unique documents it got per second of `wall`: its rate counted as trawl's
+    /// is (it fetches a document again under each tracking-parameter spelling of its URL).
+    pub(crate) fn unique_documents_per_sec(&self, wall: f64) -> f64 {
+        self.unique_documents as f64 / wall.max(1e-9)
+    }
+}
+
 pub(crate) struct Run {
     pub(crate) mode: Mode,
     pub(crate) index: usize,
+    /// GNU time's figures of the crawl (`trawl crawl`, or the peer).
     pub(crate) crawl: Usage,
     /// The fetching processes: the crawl itself (embedded) or the workers.
     pub(crate) fetchers: Vec<(String, Usage, Samples)>,
@@ -70,11 +109,22 @@ pub(crate) struct Run {
     pub(crate) log_notes: Vec<String>,
     /// Broken correctness checks.
     pub(crate) failures: Vec<String>,
+    /// Archive mode: the `archived: …` line.
+    pub(crate) archived: Option<Archived>,
+    /// Peer modes: what the peer did (`summary` and `stored_rows` stay empty).
+    pub(crate) peer: Option<PeerResult>,
 }
 
 impl Run {
+    /// The pages the rate counts: trawl's fetched pages, or the peer's.
+    pub(crate) fn pages(&self) -> u64 {
+        self.peer
+            .as_ref()
+            .map_or(self.summary.fetched, |peer| peer.pages)
+    }
+
     pub(crate) fn pages_per_sec(&self) -> f64 {
-        self.summary.fetched as f64 / self.crawl.wall.max(1e-9)
+        self.pages() as f64 / self.crawl.wall.max(1e-9)
     }
 
     pub(crate) fn cpu_seconds(&self) -> f64 {
@@ -90,7 +140,7 @@ impl Run {
     }
 
     pub(crate) fn cpu_ms_per_page(&self) -> f64 {
-        self.cpu_seconds() * 1e3 / self.summary.fetched.max(1) as f64
+        self.cpu_seconds() * 1e3 / self.pages().max(1) as f64
     }
 
     pub(crate) fn max_rss_mb(&self) -> f64 {
@@ -105,11 +155,16 @@ impl Run {
 
     pub(crate) fn line(&self) -> String {
         format!(
-            "{} run {}: {:.1} s wall, {} fetched, {:.0} pages/s, {:.2} ms CPU/page, peak RSS {:.0} MB, {}",
+            "{} run {}: {:.1} s wall, {} {}, {:.0} pages/s, {:.2} ms CPU/page, peak RSS {:.0} MB, {}",
             self.mode.name(),
             self.index,
             self.crawl.wall,
-            self.summary.fetched,
+            self.pages(),
+            match self.mode {
+                Mode::Peer => "indexed",
+                Mode::PeerFetch => "fetched (200)",
+                _ => "fetched",
+            },
             self.pages_per_sec(),
             self.cpu_ms_per_page(),
             self.max_rss_mb(),
@@ -125,12 +180,6 @@ impl Run {
 /// Reads `trawl crawl`'s summary: "… N pages fetched, C from cache, F failed in …" and
 /// "urls: …".
 pub(crate) fn parse_summary(stdout: &str) -> Result<Summary> {
-    let numbers = |line: &str| -> Vec<u64> {
-        line.split(|c: char| !c.is_ascii_digit())
-            .filter(|part| !part.is_empty())
-            .filter_map(|part| part.parse().ok())
-            .collect()
-    };
     let done = stdout
         .lines()
         .find(|line| line.starts_with("done: crawl "))
@@ -163,4 +212,53 @@ pub(crate) fn parse_summary(stdout: &str) -> Result<Summary> {
         }),
         _ => Err(format!("unexpected summary lines {done:?} / {urls:?}")),
     }
+}
+
+/// The numbers of a line, in order.
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .filter_map(|part| part.parse().ok())
+        .collect()
+}
+
+/// Reads the `archived: …` line `trawl crawl --archive` prints (`archive::Stats`'s Display).
+pub(crate) fn parse_archived(stdout: &str) -> Result<Archived> {
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("archived: "))
+        .ok_or("no `archived: …` line in trawl crawl --archive's output")?;
+    match numbers(line)[..] {
+        [
+            pages,
+            chunks,
+            unchanged,
+            failed,
+            warc_responses,
+            warc_revisits,
+        ] => Ok(Archived {
+            pages,
+            chunks,
+            unchanged,
+            failed,
+            warc_responses,
+            warc_revisits,
+        }),
+        _ => Err(format!("unexpected archive line {line:?}")),
+    }
+}
+
+/// The `key=value` fields of the peer's `RESULT tool=… pages=N …` line.
+pub(crate) fn parse_peer_result(stdout: &str) -> Result<(String, Vec<(String, String)>)> {
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("RESULT "))
+        .ok_or("no `RESULT …` line in the peer's output")?;
+    let fields = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.split_once('='))
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+    Ok((line.to_owned(), fields))
 }
