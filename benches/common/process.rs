@@ -38,12 +38,18 @@ pub(crate) fn check_gnu_time_and_trawl() -> Result<(), String> {
 /// `/usr/bin/time -o TIME_FILE -f "%e %U %S %M" trawl`, for the caller to add trawl's
 /// arguments to.
 pub(crate) fn timed_trawl(time_file: &Path) -> Command {
+    timed(&trawl_bin(), time_file)
+}
+
+/// `program` under GNU time, its figures written to `time_file` as [`read_usage`] reads them;
+/// the caller adds the program's arguments.
+pub(crate) fn timed(program: &Path, time_file: &Path) -> Command {
     let mut command = Command::new(GNU_TIME);
     command
         .arg("-o")
         .arg(time_file)
         .args(["-f", "%e %U %S %M"])
-        .arg(trawl_bin());
+        .arg(program);
     command
 }
 

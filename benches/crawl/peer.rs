@@ -9,10 +9,9 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::proc::Proc;
-use crate::process::GNU_TIME;
+use crate::process::timed;
 use crate::run::{PeerResult, Run, Summary, parse_peer_result};
 use crate::{Bench, Mode, Result, Settings};
 
@@ -86,13 +85,8 @@ impl Bench<'_> {
     pub(crate) fn run_peer(&self, mode: Mode, dir: &Path, index: usize) -> Result<Run> {
         let bin = self.settings.peer_dir.join(peer_bin(mode));
         let time_file = dir.join("peer.time");
-        let mut command = Command::new(GNU_TIME);
-        command
-            .arg("-o")
-            .arg(&time_file)
-            .args(["-f", "%e %U %S %M"])
-            .arg(&bin)
-            .args(self.peer_args(mode, dir));
+        let mut command = timed(&bin, &time_file);
+        command.args(self.peer_args(mode, dir));
         let peer = Proc::spawn(command, &time_file, dir, peer_bin(mode))?;
         let (done, samples) = peer.wait_sampling(self.settings.timeout, &[])?;
         let what = |e: String| format!("{} run {index}: {e}\n{}", mode.name(), done.output_tail());

@@ -101,12 +101,13 @@ impl<V> Bounded<V> {
         })
     }
 
-    fn put(&mut self, hash: &str, value: V, len: usize) {
+    /// Keeps the value `make` builds (only when an entry of `len` bytes may be kept).
+    fn put(&mut self, hash: &str, len: usize, make: impl FnOnce() -> V) {
         if len > self.max_bytes / 16 {
             return;
         }
         self.bytes += len;
-        if let Some((_, (_, old))) = self.lru.push(hash.to_owned(), (value, len)) {
+        if let Some((_, (_, old))) = self.lru.push(hash.to_owned(), (make(), len)) {
             self.bytes -= old;
         }
         while self.bytes > self.max_bytes {
@@ -165,11 +166,8 @@ impl Texts {
 
     /// Keeps a text in memory, evicting the least recently used ones past the byte bound.
     pub(super) fn remember(&self, content_hash: &str, text: &str) {
-        if text.len() > TEXT_CACHE_BYTES / 16 {
-            return;
-        }
         if let Ok(mut cache) = self.cache.lock() {
-            cache.put(content_hash, Arc::from(text), text.len());
+            cache.put(content_hash, text.len(), || Arc::from(text));
         }
     }
 }
@@ -203,8 +201,7 @@ impl Raws {
         if self.held.load(std::sync::atomic::Ordering::Relaxed)
             && let Ok(mut cache) = self.cache.lock()
         {
-            let len = raw.len();
-            cache.put(raw_hash, raw, len);
+            cache.put(raw_hash, raw.len(), || raw);
         }
     }
 
