@@ -197,7 +197,11 @@ fn wcxb(root: &Path, dev: &Path) {
         pages.len(),
         dev.display()
     );
-    let out = tempfile::tempdir().expect("a temporary directory");
+    // TRAWL_BENCH_KEEP=DIR keeps each type's truth and output files there (`DIR/<type>/truth`,
+    // `DIR/<type>/pred`), for the scorer's `--per-page` report on the worst pages.
+    let kept = std::env::var_os("TRAWL_BENCH_KEEP").map(PathBuf::from);
+    let scratch = tempfile::tempdir().expect("a temporary directory");
+    let out = kept.as_deref().unwrap_or(scratch.path());
     let mut rates = Vec::new();
     let mut by_type: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
     let mut agree: BTreeMap<String, (usize, usize)> = BTreeMap::new();
@@ -241,8 +245,8 @@ fn wcxb(root: &Path, dev: &Path) {
     );
     let mut f1s = BTreeMap::new();
     for page_type in WCXB_TYPES.iter().copied().chain(["all"]) {
-        let truth_dir = out.path().join(page_type).join("truth");
-        let pred_dir = out.path().join(page_type).join("pred");
+        let truth_dir = out.join(page_type).join("truth");
+        let pred_dir = out.join(page_type).join("pred");
         std::fs::create_dir_all(&truth_dir).expect("folder");
         std::fs::create_dir_all(&pred_dir).expect("folder");
         let mut count = 0;

@@ -20,6 +20,7 @@ use crate::fallback::{self, Crawl4aiConfig, Fallback, FirecrawlConfig, Providers
 use crate::job::{Content, ErrorCode, Extractor, FetchJob, FetchResult, Format, JobError, Meta};
 use crate::web::blockpage::{self, BlockPage};
 use crate::web::extract::{self, Heading};
+use crate::web::lang;
 use crate::web::{self, charset, pdf};
 
 /// Fetch options and their bounds. Every field is a `trawl.toml` key under `[fetch]`.
@@ -427,10 +428,18 @@ pub async fn run_guarded(
         warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
         links: extracted.links,
         meta: Meta {
-            lang: extracted
-                .meta
-                .lang
-                .or_else(|| response.header("content-language").map(str::to_owned)),
+            lang: {
+                let declared = extracted
+                    .meta
+                    .lang
+                    .or_else(|| response.header("content-language").map(str::to_owned));
+                // A data document (JSON, XML) is not prose: no guess from its keys.
+                if kind == Kind::Data {
+                    declared
+                } else {
+                    lang::or_detect(declared, &extracted.text)
+                }
+            },
             ..extracted.meta
         },
         outline: extracted.outline,
@@ -645,7 +654,7 @@ async fn ask(
         links: scraped.links,
         meta: Meta {
             description: scraped.description,
-            lang: scraped.lang,
+            lang: lang::or_detect(scraped.lang, &scraped.markdown),
             ..Meta::default()
         },
         outline,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::actions::{Failure, evaluate, navigate};
 use super::{Pool, Profile, with_timeout};
 use crate::fetch::{self, Fetched, PageInfo};
-use crate::job::{ErrorCode, Extractor, FetchJob, Format, JobError, RenderedPage};
+use crate::job::{ErrorCode, Extractor, FetchJob, Format, JobError, Meta, RenderedPage};
 
 /// Renders `job.url` in the browser and extracts it.
 pub async fn render(pool: &Pool, job: &FetchJob, deps: &fetch::Deps) -> Result<Fetched, JobError> {
@@ -161,7 +161,10 @@ pub async fn extract_rendered(
         extractor: Extractor::Browser,
         warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
         links: extracted.links,
-        meta: extracted.meta,
+        meta: Meta {
+            lang: crate::web::lang::or_detect(extracted.meta.lang, &extracted.text),
+            ..extracted.meta
+        },
         outline: extracted.outline,
         format,
         fetched_at: jiff::Timestamp::now().to_string(),

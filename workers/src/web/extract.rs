@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::budget;
+use super::code_lang;
 use super::normalize::normalize_url;
 use super::page_type::{self, Signals};
 use super::prune;
@@ -84,6 +85,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     let page_type = page_type::classify(&signals, page_url);
     meta.page_type = Some(page_type);
     let visible = prune::prune(&document);
+    if format == Format::Markdown {
+        code_lang::label(&visible.pres);
+    }
     let noscript_used = uses_noscript(&visible);
     let body_chars = if noscript_used {
         // The page is in its <noscript> elements: they become part of the body (pruned like

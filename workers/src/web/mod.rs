@@ -6,8 +6,9 @@
 //! would cost, measured before the tree is built. `extract`: HTML to main content, links
 //! and metadata, by an extractor chosen for the page's type (`page_type`: JSON-LD, `og:type`,
 //! the URL). `select`: a page reduced to the elements CSS selectors name, before
-//! extraction. `prune`: boilerplate rules around Readability. `blockpage`: walls,
-//! challenges and shells. `pdf`: PDF to text. `normalize`: URL normalisation. `json`:
+//! extraction. `prune`: boilerplate rules around Readability. `code_lang`: code blocks' languages for
+//! markdown fences. `blockpage`: walls,
+//! challenges and shells. `lang`: the language of a page that does not declare it. `pdf`: PDF to text. `normalize`: URL normalisation. `json`:
 //! services' JSON answers read strictly on types (search and fallback extraction providers).
 //!
 //! Not here: running jobs, retries or storage; this module knows nothing of queues. It uses
@@ -17,9 +18,11 @@ pub mod blockpage;
 pub mod budget;
 pub mod charset;
 pub mod client;
+pub mod code_lang;
 pub mod dns;
 pub mod extract;
 pub(crate) mod json;
+pub mod lang;
 pub mod normalize;
 pub mod page_type;
 pub mod pdf;

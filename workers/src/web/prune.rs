@@ -83,7 +83,7 @@ struct Item<'a> {
 /// the block-page checks use, and its `<noscript>` content), so nobody walks the tree again
 /// to count them.
 pub fn prune(doc: &Document) -> Visible<'_> {
-    let (items, noscript) = collect(doc);
+    let (items, noscript, pres) = collect(doc);
     let body_text = items
         .iter()
         .find(|it| it.kind == Kind::Body)
@@ -97,6 +97,7 @@ pub fn prune(doc: &Document) -> Visible<'_> {
     Visible {
         body: body_text,
         noscript,
+        pres,
     }
 }
 
@@ -108,6 +109,9 @@ pub struct Visible<'a> {
     /// client without JavaScript does, so it is markup: some sites (Discourse forums, for
     /// one) serve the whole page there and an empty shell outside.
     pub noscript: NoScript<'a>,
+    /// The visible `<pre>` elements, in document order (for `web::code_lang`; one inside a
+    /// pruned figure is detached, and labelling it changes nothing).
+    pub pres: Vec<NodeRef<'a>>,
 }
 
 /// The body's `<noscript>` content, as [`prune`] counts it.
@@ -151,9 +155,10 @@ fn should_remove(it: &Item<'_>, page_text: usize) -> bool {
 ///
 /// Parent links come from a stack of open ancestors, so no hashing is needed; counts are
 /// then summed bottom-up by walking the vector backwards (children always follow parents).
-fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>) {
+fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>, Vec<NodeRef<'_>>) {
     let mut items: Vec<Item<'_>> = Vec::new();
     let mut noscript = NoScript::default();
+    let mut pres = Vec::new();
     // Open ancestors: (node id, index into `items`, what the text inside them is).
     let mut stack: Vec<(NodeId, usize, Inside)> = Vec::new();
     for node in doc.root().descendants_it() {
@@ -196,6 +201,9 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>) {
                     (inside, _) => inside,
                 };
                 let hidden = inside != Inside::Visible;
+                if kind == Kind::Code && !hidden && node.has_name("pre") {
+                    pres.push(node);
+                }
                 stack.push((node.id, items.len(), inside));
                 items.push(Item {
                     node,
@@ -215,7 +223,7 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>) {
             items[p].has_code |= has_code;
         }
     }
-    (items, noscript)
+    (items, noscript, pres)
 }
 
 /// What the text under an element is, for [`collect`]'s counts.
