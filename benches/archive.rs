@@ -244,6 +244,7 @@ impl Doc {
             content_hash: &self.id,
             chunks,
             tenant: "default",
+            rest: None,
         }
     }
 }

@@ -190,6 +190,30 @@ def summary(name, pages, queries, hits, rr):
     print("    " + ", ".join(per_type))
 
 
+def diagnose(pages, queries, hits, stored, failed, verbose):
+    """Where the misses go: page not stored, query words absent from the stored text
+    (extraction recall), or every word there and the page ranked below fifth (ranking)."""
+    lost = {"not stored": [], "words missing": [], "ranked below 5": []}
+    for (pid, query), hit in zip(queries, hits):
+        if hit:
+            continue
+        if pid in failed or pid not in stored:
+            lost["not stored"].append(pid)
+            continue
+        have = set(tokens(stored[pid]))
+        if all(word in have for word in tokens(query)):
+            lost["ranked below 5"].append(pid)
+        else:
+            lost["words missing"].append(pid)
+    for why, pids in lost.items():
+        by_type = {}
+        for pid in pids:
+            by_type[pages[pid]["type"]] = by_type.get(pages[pid]["type"], 0) + 1
+        print(f"    missed, {why}: {len(pids)} {by_type}")
+        if verbose:
+            print("      " + " ".join(sorted(pids)))
+
+
 def bm25_baseline(rank_bm25, corpus_ids, corpus_tokens, queries):
     index = rank_bm25.BM25Okapi(corpus_tokens)
     ranked = []
@@ -204,6 +228,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trawl", required=True, type=Path, help="the trawl binary")
     ap.add_argument("--dev", required=True, type=Path, help="WCXB's dev/ folder")
+    ap.add_argument("--verbose", action="store_true", help="list the missed pages' ids")
     args = ap.parse_args()
     pages = load(args.dev)
     rng = random.Random(SEED)
@@ -225,11 +250,18 @@ def main() -> int:
              "--data-dir", str(data), "--out", str(out), "--file", str(urls)],
             capture_output=True, text=True)
         print(f"trawl run --archive: exit {run.returncode} in {time.monotonic() - started:.0f} s")
+        if not (out / "pages.jsonl").exists():
+            print(run.stderr, file=sys.stderr)
+            return 1
         failed = {}
+        stored = {}
         for line in (out / "pages.jsonl").read_text().split("\n"):
             if not line.strip():
                 continue
             row = json.loads(line)
+            if row.get("file"):
+                stored[id_of.get(row["url"], row["url"])] = (out / row["file"]).read_text(
+                    errors="replace")
             if "error" in row:
                 code = row["error"].get("code") if isinstance(row["error"], dict) else row["error"]
                 failed[id_of.get(row["url"], row["url"])] = code
@@ -249,6 +281,7 @@ def main() -> int:
     summary("trawl: fetch, extract, chunk, tantivy BM25", pages, queries, hits, rr)
     missing = sum(1 for pid, _ in queries if pid in failed)
     print(f"    queries whose page was not stored: {missing}")
+    diagnose(pages, queries, hits, stored, failed, args.verbose)
 
     rank_bm25 = bm25_module()
     ids = sorted(pages)

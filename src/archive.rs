@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use trawl_workers::archive::chunk::{ChunkOptions, chunk_markdown, strip_link_destinations};
 use trawl_workers::archive::index::{self, Added, ArchiveIndex, ArchiveWriter, PageDoc};
+use trawl_workers::archive::page_text::rest_of_page;
 use trawl_workers::archive::warc::{self, Exchange, Revisit, RollingWriter};
+use trawl_workers::web::charset;
 
 use crate::shutdown::Shutdown;
 use crate::store::{self, ArchivePage, Store, WarcRef};
@@ -51,6 +53,10 @@ pub struct Config {
     pub chunk_max_words: usize,
     /// Most chunks of one page in a search's hits (0: no limit).
     pub per_page: usize,
+    /// Index each HTML page's visible text outside its extracted content (navigation,
+    /// sidebars, what extraction left out) as a page document beside its passages, weighted
+    /// half as much, so that searches find the page by words extraction dropped.
+    pub page_text: bool,
 }
 
 impl Default for Config {
@@ -67,6 +73,7 @@ impl Default for Config {
             chunk_target_words: chunks.target_words,
             chunk_max_words: chunks.max_words,
             per_page: 2,
+            page_text: true,
         }
     }
 }
@@ -476,24 +483,31 @@ impl Archiver {
     /// its raw body and the earlier record of the same body, if any.
     async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
         let text = self.store.text(&page.content_hash).await?;
-        let (raw, original) = if self.config.warc && page.warc_record_id.is_none() {
-            let raw = self
-                .store
-                .raw_to_archive(&page.raw_hash)
-                .await?
-                .unwrap_or_default();
-            let original = self
-                .store
-                .warc_original(&page.url, &page.raw_hash, page.fetched_at_ms)
-                .await?;
-            (Some(raw), original)
+        let warc_due = self.config.warc && page.warc_record_id.is_none();
+        let page_text = self.config.page_text && is_html(&page.info.content_type);
+        let raw = if warc_due || page_text {
+            Some(
+                self.store
+                    .raw_to_archive(&page.raw_hash)
+                    .await?
+                    .unwrap_or_default(),
+            )
         } else {
-            (None, None)
+            None
+        };
+        let original = if warc_due {
+            self.store
+                .warc_original(&page.url, &page.raw_hash, page.fetched_at_ms)
+                .await?
+        } else {
+            None
         };
         Ok(Input {
             page,
             text,
             raw,
+            warc_due,
+            page_text,
             original,
         })
     }
@@ -503,8 +517,12 @@ impl Archiver {
 struct Input {
     page: ArchivePage,
     text: String,
-    /// The raw body, when its WARC records are still to be written.
+    /// The raw body, when its WARC records are still to be written or its page text indexed.
     raw: Option<Vec<u8>>,
+    /// Its WARC records are still to be written.
+    warc_due: bool,
+    /// Its visible text outside the extracted content is to be indexed.
+    page_text: bool,
     /// The WARC record and fetch time (ms) of an earlier capture with the same body.
     original: Option<(String, i64)>,
 }
@@ -526,7 +544,7 @@ fn archive_one(
     let fetched_at = jiff::Timestamp::from_millisecond(page.fetched_at_ms)
         .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let mut warc_written = None;
-    if let (Some(warc), Some(raw)) = (&mut work.warc, &input.raw) {
+    if let (Some(warc), Some(raw), true) = (&mut work.warc, &input.raw, input.warc_due) {
         match write_warc(warc, page, raw, input.original.as_ref(), request_headers) {
             Ok(written) => warc_written = Some(written),
             Err(error) => {
@@ -538,7 +556,15 @@ fn archive_one(
             }
         }
     }
-    let chunks = chunk_markdown(&strip_link_destinations(&input.text), options);
+    let content = strip_link_destinations(&input.text);
+    let chunks = chunk_markdown(&content, options);
+    let rest = match (&input.raw, input.page_text) {
+        (Some(raw), true) => {
+            let html = charset::decode(raw, Some(&page.info.content_type), true).text;
+            rest_of_page(&html, &content)
+        }
+        _ => String::new(),
+    };
     let host = url::Url::parse(&page.url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned))
@@ -553,12 +579,20 @@ fn archive_one(
         content_hash: &page.content_hash,
         chunks: &chunks,
         tenant: &page.tenant,
+        rest: Some(&rest),
     };
     PageOutcome {
         page_id: page.id.clone(),
         result: work.writer.add_page(&doc).map_err(Error::from),
         warc: warc_written,
     }
+}
+
+/// Whether a stored content type is an HTML page's.
+fn is_html(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("text/html")
+        || essence.eq_ignore_ascii_case("application/xhtml+xml")
 }
 
 /// Writes the request, response (or revisit) and metadata records of a stored page.

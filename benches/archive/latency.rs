@@ -257,6 +257,7 @@ pub(crate) fn build(corpus: &Corpus, dir: &Path, target: usize) -> Built {
                 content_hash: &page.page_id,
                 chunks: &page.chunks,
                 tenant: "default",
+                rest: None,
             },
         );
         built.pages += 1;

@@ -36,7 +36,7 @@ use tantivy::query::QueryParser;
 use tantivy::{DateTime, Index, IndexReader, ReloadPolicy, TantivyDocument, TantivyError};
 
 use schema::{Fields, schema};
-pub use search::{Hit, MAX_K, SearchQuery};
+pub use search::{Hit, HitKind, MAX_K, SearchQuery};
 pub use writer::{Added, ArchiveWriter, PageDoc};
 
 /// `valid_until` of the latest version of a URL: 2200-01-01T00:00:00Z, in microseconds since
@@ -108,12 +108,26 @@ impl ArchiveIndex {
     /// An index with another schema is [`Error::Schema`].
     pub fn open_or_create(dir: &Path) -> Result<Self, Error> {
         std::fs::create_dir_all(dir)?;
-        let (schema, fields) = schema();
         let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
-        let index = Index::open_or_create(directory, schema).map_err(|e| match e {
-            TantivyError::SchemaError(msg) => Error::Schema(format!("{}: {msg}", dir.display())),
-            other => Error::from(other),
-        })?;
+        let (current, mut fields) = schema(true);
+        let index = match Index::open_or_create(directory.clone(), current) {
+            Err(TantivyError::SchemaError(msg)) => {
+                // An index made before page documents: searched and written as it is, its
+                // pages without page documents.
+                let (legacy, legacy_fields) = schema(false);
+                let index = Index::open_or_create(directory, legacy)
+                    .map_err(|_| Error::Schema(format!("{}: {msg}", dir.display())))?;
+                tracing::warn!(
+                    index = %dir.display(),
+                    "the archive index predates page documents: searches find what pages' \
+                     extracted content holds only (move the directory away and run `trawl \
+                     archive --all` to rebuild it)"
+                );
+                fields = legacy_fields;
+                index
+            }
+            other => other?,
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::OnCommitWithDelay)

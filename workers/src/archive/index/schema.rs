@@ -7,7 +7,10 @@
 //! stemming, so every language is treated alike), with positions (phrase queries), stored.
 //! `fetched_at` (indexed, stored, fast) and `valid_until` (indexed, fast, not stored): dates,
 //! microsecond precision in the fast fields, second precision in the inverted index.
-//! `chunk_index`: stored u64. `tenant`: the tenant the page belongs to, untokenized, stored
+//! `page_text`: tokenized like `text`, stored: only on a version's page document (its
+//! `chunk_id` is "{page_id}:page", no `chunk_index`), which holds the page's visible text
+//! outside its extracted content (`archive::page_text`). An index made before it existed
+//! opens without it, and its pages get no page document. `chunk_index`: stored u64. `tenant`: the tenant the page belongs to, untokenized, stored
 //! (searches are filtered by it). `series`: `{tenant} {url}`, untokenized, stored: the versions
 //! of a URL are a tenant's own (one tenant's newer fetch never closes another's version).
 //!
@@ -28,6 +31,8 @@ pub(super) struct Fields {
     pub(super) title: Field,
     pub(super) headings: Field,
     pub(super) text: Field,
+    /// `None` in an index made before page documents.
+    pub(super) page_text: Option<Field>,
     pub(super) fetched_at: Field,
     pub(super) valid_until: Field,
     pub(super) lang: Field,
@@ -38,11 +43,14 @@ pub(super) struct Fields {
 }
 
 pub(super) const PAGE_ID: &str = "page_id";
+/// The `chunk_id` suffix of a version's page document ("{page_id}:page").
+pub(super) const PAGE_DOC: &str = "page";
 pub(super) const HOST: &str = "host";
 pub(super) const FETCHED_AT: &str = "fetched_at";
 pub(super) const VALID_UNTIL: &str = "valid_until";
 
-pub(super) fn schema() -> (Schema, Fields) {
+/// The schema, with the `page_text` field or (for an index made before it) without.
+pub(super) fn schema(with_page_text: bool) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let date = DateOptions::default()
         .set_indexed()
@@ -63,6 +71,7 @@ pub(super) fn schema() -> (Schema, Fields) {
         chunk_index: b.add_u64_field("chunk_index", STORED),
         tenant: b.add_text_field("tenant", STRING | STORED),
         series: b.add_text_field("series", STRING | STORED),
+        page_text: with_page_text.then(|| b.add_text_field("page_text", TEXT | STORED)),
     };
     (b.build(), fields)
 }

@@ -48,15 +48,25 @@ const PROXIMITY_SLOP: u32 = 12;
 /// Weight of the proximity clause beside the words' own BM25 score.
 const PROXIMITY_BOOST: f32 = 2.0;
 
-/// The parser of search text over `title`, `headings` and `text`, with their boosts.
+/// Query-time boost of `page_text` (a page's text outside its extracted content) over `text`:
+/// a passage holding the words outranks the page's rest holding them, and the rest still
+/// finds a page whose passages lack them.
+const PAGE_TEXT_BOOST: f32 = 0.5;
+
+/// The parser of search text over `title`, `headings`, `text` and `page_text`, with their
+/// boosts.
 pub(super) fn query_parser(index: &Index, fields: &Fields) -> QueryParser {
     // Disjunction by default (any term may match, BM25 ranks chunks with more of them
     // higher): agents ask in natural language, and the best passage rarely holds every
     // word of the question. `+term` makes a term required.
-    let mut parser =
-        QueryParser::for_index(index, vec![fields.title, fields.headings, fields.text]);
+    let mut searched = vec![fields.title, fields.headings, fields.text];
+    searched.extend(fields.page_text);
+    let mut parser = QueryParser::for_index(index, searched);
     parser.set_field_boost(fields.title, TITLE_BOOST);
     parser.set_field_boost(fields.headings, HEADINGS_BOOST);
+    if let Some(page_text) = fields.page_text {
+        parser.set_field_boost(page_text, PAGE_TEXT_BOOST);
+    }
     parser
 }
 
@@ -108,13 +118,28 @@ impl Default for SearchQuery {
     }
 }
 
+/// What a hit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HitKind {
+    /// A passage (chunk) of the page's extracted content.
+    Passage,
+    /// The page's visible text outside its extracted content (navigation, sidebars, what
+    /// extraction left out): the page matched there and in none of its passages ranked
+    /// above it.
+    Page,
+}
+
 /// One matching chunk.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Hit {
-    /// "{page_id}:{chunk index}".
+    /// "{page_id}:{chunk index}", or "{page_id}:page" for the page's rest.
     pub chunk_id: String,
     /// The version (fetch) the chunk belongs to.
     pub page_id: String,
+    /// `passage`, or `page` when the words were found in the page's text outside its
+    /// extracted content (`text` is then that text, at most 30,000 characters).
+    pub kind: HitKind,
     /// The page's URL.
     pub url: String,
     /// The page title, when it has one.
@@ -152,13 +177,22 @@ impl ArchiveIndex {
         // Plain words (no operator, phrase or field): chunks that hold them close together,
         // in order, rank above chunks that hold them scattered.
         let parsed: Box<dyn Query> = match proximity(text, f.text) {
-            Some(near) => Box::new(BooleanQuery::new(vec![
-                (Occur::Should, parsed),
-                (
-                    Occur::Should,
-                    Box::new(BoostQuery::new(near, PROXIMITY_BOOST)),
-                ),
-            ])),
+            Some(near) => {
+                let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
+                    (Occur::Should, parsed),
+                    (
+                        Occur::Should,
+                        Box::new(BoostQuery::new(near, PROXIMITY_BOOST)),
+                    ),
+                ];
+                if let Some(near) = f.page_text.and_then(|field| proximity(text, field)) {
+                    clauses.push((
+                        Occur::Should,
+                        Box::new(BoostQuery::new(near, PROXIMITY_BOOST * PAGE_TEXT_BOOST)),
+                    ));
+                }
+                Box::new(BooleanQuery::new(clauses))
+            }
             None => parsed,
         };
 
@@ -213,11 +247,38 @@ impl ArchiveIndex {
 
         let mut snippets = SnippetGenerator::create(&searcher, &*parsed, f.text)?;
         snippets.set_max_num_chars(SNIPPET_CHARS);
-        let mut hits = Vec::with_capacity(top.len());
+        let mut page_snippets = None;
+        let mut hits: Vec<Hit> = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let doc: TantivyDocument = searcher.doc(addr)?;
-            let text = first_str(&doc, f.text).unwrap_or_default();
-            let snippet = snippets.snippet_from_doc(&doc);
+            let page_id = first_str(&doc, f.page_id).unwrap_or_default();
+            let page_text = f
+                .page_text
+                .and_then(|field| first_str(&doc, field).map(|text| (field, text)));
+            let (kind, text, snippet) = match page_text {
+                Some((field, text)) => {
+                    // A page's rest only stands for a page none of whose passages ranked
+                    // above it.
+                    if hits.iter().any(|hit| hit.page_id == page_id) {
+                        continue;
+                    }
+                    let generator = match &mut page_snippets {
+                        Some(generator) => generator,
+                        None => {
+                            let mut generator =
+                                SnippetGenerator::create(&searcher, &*parsed, field)?;
+                            generator.set_max_num_chars(SNIPPET_CHARS);
+                            page_snippets.insert(generator)
+                        }
+                    };
+                    let snippet = generator.snippet_from_doc(&doc);
+                    (HitKind::Page, text, snippet)
+                }
+                None => {
+                    let text = first_str(&doc, f.text).unwrap_or_default();
+                    (HitKind::Passage, text, snippets.snippet_from_doc(&doc))
+                }
+            };
             let snippet = if snippet.is_empty() {
                 head_snippet(&text, SNIPPET_CHARS)
             } else {
@@ -231,7 +292,8 @@ impl ArchiveIndex {
                 .unwrap_or_default();
             hits.push(Hit {
                 chunk_id: first_str(&doc, f.chunk_id).unwrap_or_default(),
-                page_id: first_str(&doc, f.page_id).unwrap_or_default(),
+                page_id,
+                kind,
                 url: first_str(&doc, f.url).unwrap_or_default(),
                 title: first_str(&doc, f.title),
                 headings: doc

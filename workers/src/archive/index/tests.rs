@@ -55,6 +55,7 @@ struct Page {
     hash: String,
     chunks: Vec<Chunk>,
     tenant: String,
+    rest: Option<String>,
 }
 
 impl Page {
@@ -76,6 +77,7 @@ impl Page {
                 .map(|(i, t)| chunk(i as u32, &[], t))
                 .collect(),
             tenant: "default".to_string(),
+            rest: None,
         }
     }
 
@@ -90,6 +92,7 @@ impl Page {
             content_hash: &self.hash,
             chunks: &self.chunks,
             tenant: &self.tenant,
+            rest: self.rest.as_deref(),
         }
     }
 }
@@ -896,4 +899,117 @@ fn words_close_together_rank_above_the_same_words_scattered() {
     // The query language is left alone: a quoted phrase matches the passage only.
     let hits = search(&index, SearchQuery::new("\"publishes maps twice\""));
     assert_eq!(page_ids(&hits), ["together"]);
+}
+
+#[test]
+fn page_text_finds_what_passages_lack_and_yields_to_them() {
+    let dir = TempDir::new("page-text");
+    let (index, mut w) = open(&dir);
+    let at = "2024-01-01T00:00:00Z";
+    let mut kettle = Page::new(
+        "a",
+        "https://shop.test/kettle",
+        at,
+        "ha",
+        &["A sturdy blue kettle for the stove."],
+    );
+    kettle.rest = Some("Reviews: boils fast and the handle stays cool\nHome Cart".into());
+    let mut teapot = Page::new(
+        "b",
+        "https://shop.test/teapot",
+        at,
+        "hb",
+        &["A teapot whose handle stays cool, though it boils nothing."],
+    );
+    teapot.rest = Some("Home Cart".into());
+    for page in [&kettle, &teapot] {
+        assert_eq!(
+            w.add_page(&page.doc()).unwrap(),
+            Added::Indexed {
+                chunks: 1,
+                replaced: 0
+            }
+        );
+    }
+    w.commit().unwrap();
+
+    // Words only in the page's rest: the page is found, as a page hit.
+    let hits = search(&index, SearchQuery::new("reviews boils fast"));
+    assert_eq!(hits[0].page_id, "a");
+    assert_eq!(hits[0].kind, HitKind::Page);
+    assert_eq!(hits[0].chunk_id, "a:page:0");
+    assert!(hits[0].text.starts_with("Reviews:"));
+    assert!(
+        hits[0].snippet.contains("<b>boils</b>"),
+        "{}",
+        hits[0].snippet
+    );
+    // A passage holding the words outranks a rest holding them.
+    let hits = search(&index, SearchQuery::new("handle stays cool"));
+    assert_eq!(page_ids(&hits), vec!["b", "a"]);
+    assert_eq!(hits[0].kind, HitKind::Passage);
+    // A page's rest never follows one of its own passages.
+    let hits = search(&index, SearchQuery::new("home kettle"));
+    let kinds: Vec<(&str, HitKind)> = hits.iter().map(|h| (h.page_id.as_str(), h.kind)).collect();
+    assert_eq!(kinds, vec![("a", HitKind::Passage), ("b", HitKind::Page)]);
+    // A new version replaces the rest with the passages.
+    let mut newer = Page::new(
+        "a2",
+        "https://shop.test/kettle",
+        "2024-02-01T00:00:00Z",
+        "ha2",
+        &["A sturdy blue kettle."],
+    );
+    newer.rest = Some("Sold out".into());
+    w.add_page(&newer.doc()).unwrap();
+    w.commit().unwrap();
+    assert!(search(&index, SearchQuery::new("reviews")).is_empty());
+    assert_eq!(
+        page_ids(&search(&index, SearchQuery::new("sold"))),
+        vec!["a2"]
+    );
+    let old = search(&index, as_of("reviews", "2024-01-15T00:00:00Z"));
+    assert_eq!(page_ids(&old), vec!["a"]);
+}
+
+#[test]
+fn an_index_from_before_page_documents_opens_without_them() {
+    let dir = TempDir::new("legacy");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    Index::create_in_dir(&dir.0, super::schema::schema(false).0).unwrap();
+    let (index, mut w) = open(&dir);
+    let mut page = Page::new(
+        "p",
+        "https://a.test/",
+        "2024-01-01T00:00:00Z",
+        "h",
+        &["passage words"],
+    );
+    page.rest = Some("words of the rest".into());
+    assert_eq!(
+        w.add_page(&page.doc()).unwrap(),
+        Added::Indexed {
+            chunks: 1,
+            replaced: 0
+        }
+    );
+    w.commit().unwrap();
+    assert_eq!(index.num_chunks(), 1);
+    assert!(search(&index, SearchQuery::new("rest")).is_empty());
+    assert_eq!(
+        page_ids(&search(&index, SearchQuery::new("passage"))),
+        vec!["p"]
+    );
+}
+
+#[test]
+fn a_long_rest_is_cut_between_lines_into_passage_sized_pieces() {
+    let line = |i: usize| format!("line {i} {}\n", "word ".repeat(48));
+    let rest: String = (0..13).map(line).collect();
+    let pieces = super::writer::rest_pieces(&rest);
+    // 50 words a line: six lines make a piece of 300.
+    assert_eq!(pieces.len(), 3, "{pieces:?}");
+    assert!(pieces[0].starts_with("line 0 ") && pieces[1].starts_with("line 6 "));
+    assert!(pieces[2].starts_with("line 12 ") && !pieces[2].contains('\n'));
+    assert!(super::writer::rest_pieces(" \n ").is_empty());
 }

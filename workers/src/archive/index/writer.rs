@@ -12,7 +12,7 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{IndexWriter, Searcher, TantivyDocument, Term};
 
-use super::schema::{Fields, VALID_UNTIL, first_str};
+use super::schema::{Fields, PAGE_DOC, VALID_UNTIL, first_str};
 use super::{ArchiveIndex, Error, FAR_FUTURE, date, micros};
 use crate::archive::chunk::Chunk;
 
@@ -38,6 +38,10 @@ pub struct PageDoc<'a> {
     /// The tenant the page belongs to: searches are filtered by it, and a URL's versions are
     /// each tenant's own.
     pub tenant: &'a str,
+    /// The page's visible text outside its extracted content (`archive::page_text`): indexed
+    /// as the version's page documents (pieces of about 300 words, cut between lines) when
+    /// the index has `page_text`.
+    pub rest: Option<&'a str>,
 }
 
 /// What [`ArchiveWriter::add_page`] did.
@@ -235,15 +239,20 @@ impl ArchiveWriter {
                 (next, 0)
             }
         };
-        let docs: Vec<TantivyDocument> = page
+        let mut docs: Vec<TantivyDocument> = page
             .chunks
             .iter()
             .map(|chunk| chunk_doc(&f, page, at, chunk))
             .collect();
+        let chunks = docs.len();
+        if let (Some(field), Some(rest)) = (f.page_text, page.rest) {
+            for (i, piece) in rest_pieces(rest).into_iter().enumerate() {
+                docs.push(page_text_doc(&f, field, page, at, i, piece));
+            }
+        }
         for doc in &docs {
             self.add_doc(doc, valid_until)?;
         }
-        let chunks = docs.len();
         state.versions.push(Version {
             page_id: page.page_id.to_string(),
             content_hash: page.content_hash.to_string(),
@@ -373,6 +382,63 @@ fn chunk_doc(f: &Fields, page: &PageDoc<'_>, at: i64, chunk: &Chunk) -> TantivyD
     }
     doc.add_text(f.content_hash, page.content_hash);
     doc.add_u64(f.chunk_index, u64::from(chunk.index));
+    doc.add_text(f.tenant, page.tenant);
+    doc.add_text(f.series, series_key(page.tenant, page.url));
+    doc
+}
+
+/// Words of a page document: the page's rest is cut, between lines, into pieces of about a
+/// passage's size, so that BM25 weighs a match in a page's rest as it weighs one in a passage
+/// (one long document would rank last for any query) and the words of a query sit close
+/// together in one of them.
+const REST_PIECE_WORDS: usize = 300;
+
+/// `rest` cut between lines into pieces of at least [`REST_PIECE_WORDS`] words (the last may
+/// be shorter); none when it is blank.
+pub(super) fn rest_pieces(rest: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let (mut start, mut words) = (0, 0);
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        at += line.len();
+        words += line.split_whitespace().count();
+        if words >= REST_PIECE_WORDS {
+            pieces.push(rest[start..at].trim());
+            (start, words) = (at, 0);
+        }
+    }
+    pieces.push(rest[start..].trim());
+    pieces.retain(|piece| !piece.is_empty());
+    pieces
+}
+
+/// A page document of a version: the page's fields and a piece of its rest as `page_text`,
+/// no headings, no `text`, no `chunk_index`.
+fn page_text_doc(
+    f: &Fields,
+    field: tantivy::schema::Field,
+    page: &PageDoc<'_>,
+    at: i64,
+    piece_index: usize,
+    rest: &str,
+) -> TantivyDocument {
+    let mut doc = TantivyDocument::new();
+    doc.add_text(
+        f.chunk_id,
+        format!("{}:{PAGE_DOC}:{piece_index}", page.page_id),
+    );
+    doc.add_text(f.page_id, page.page_id);
+    doc.add_text(f.url, page.url);
+    doc.add_text(f.host, page.host.to_ascii_lowercase());
+    if let Some(title) = page.title.filter(|t| !t.is_empty()) {
+        doc.add_text(f.title, title);
+    }
+    doc.add_text(field, rest);
+    doc.add_date(f.fetched_at, date(at));
+    if let Some(lang) = page.lang.filter(|l| !l.is_empty()) {
+        doc.add_text(f.lang, lang);
+    }
+    doc.add_text(f.content_hash, page.content_hash);
     doc.add_text(f.tenant, page.tenant);
     doc.add_text(f.series, series_key(page.tenant, page.url));
     doc
