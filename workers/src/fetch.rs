@@ -433,8 +433,9 @@ pub async fn run_guarded(
                     .meta
                     .lang
                     .or_else(|| response.header("content-language").map(str::to_owned));
-                // A data document (JSON, XML) is not prose: no guess from its keys.
-                if kind == Kind::Data {
+                // A data document (JSON, XML) is not prose, and HTML output is markup: no
+                // guess from keys or tag names.
+                if kind == Kind::Data || job.format == Format::Html {
                     declared
                 } else {
                     lang::or_detect(declared, &extracted.text)

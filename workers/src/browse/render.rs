@@ -162,7 +162,12 @@ pub async fn extract_rendered(
         warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
         links: extracted.links,
         meta: Meta {
-            lang: crate::web::lang::or_detect(extracted.meta.lang, &extracted.text),
+            // HTML output is markup: no guess from tag names.
+            lang: if format == Format::Html {
+                extracted.meta.lang
+            } else {
+                crate::web::lang::or_detect(extracted.meta.lang, &extracted.text)
+            },
             ..extracted.meta
         },
         outline: extracted.outline,

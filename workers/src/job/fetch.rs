@@ -333,7 +333,7 @@ pub struct Meta {
     /// `<meta name="description">` or its Open Graph equivalent.
     pub description: Option<String>,
     /// Language from `<html lang>` or `Content-Language`; when the page declares none, a
-    /// reliable guess from its text (ISO 639-1, `web::lang`).
+    /// reliable guess from its markdown or text (ISO 639-1, `web::lang`).
     pub lang: Option<String>,
     /// The absolute `rel=canonical` URL.
     pub canonical: Option<String>,

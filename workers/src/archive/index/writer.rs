@@ -364,24 +364,31 @@ impl ArchiveWriter {
 
 /// A chunk's document, stored fields only (`valid_until` is added when written).
 fn chunk_doc(f: &Fields, page: &PageDoc<'_>, at: i64, chunk: &Chunk) -> TantivyDocument {
+    let mut doc = version_doc(f, page, at, format!("{}:{}", page.page_id, chunk.index));
+    for heading in &chunk.headings {
+        doc.add_text(f.headings, heading);
+    }
+    doc.add_text(f.text, &chunk.text);
+    doc.add_u64(f.chunk_index, u64::from(chunk.index));
+    doc
+}
+
+/// The fields every document of a version has: its ids, URL, host, title, fetch time,
+/// language, content hash, tenant and series.
+fn version_doc(f: &Fields, page: &PageDoc<'_>, at: i64, chunk_id: String) -> TantivyDocument {
     let mut doc = TantivyDocument::new();
-    doc.add_text(f.chunk_id, format!("{}:{}", page.page_id, chunk.index));
+    doc.add_text(f.chunk_id, chunk_id);
     doc.add_text(f.page_id, page.page_id);
     doc.add_text(f.url, page.url);
     doc.add_text(f.host, page.host.to_ascii_lowercase());
     if let Some(title) = page.title.filter(|t| !t.is_empty()) {
         doc.add_text(f.title, title);
     }
-    for heading in &chunk.headings {
-        doc.add_text(f.headings, heading);
-    }
-    doc.add_text(f.text, &chunk.text);
     doc.add_date(f.fetched_at, date(at));
     if let Some(lang) = page.lang.filter(|l| !l.is_empty()) {
         doc.add_text(f.lang, lang);
     }
     doc.add_text(f.content_hash, page.content_hash);
-    doc.add_u64(f.chunk_index, u64::from(chunk.index));
     doc.add_text(f.tenant, page.tenant);
     doc.add_text(f.series, series_key(page.tenant, page.url));
     doc
@@ -422,25 +429,9 @@ fn page_text_doc(
     piece_index: usize,
     rest: &str,
 ) -> TantivyDocument {
-    let mut doc = TantivyDocument::new();
-    doc.add_text(
-        f.chunk_id,
-        format!("{}:{PAGE_DOC}:{piece_index}", page.page_id),
-    );
-    doc.add_text(f.page_id, page.page_id);
-    doc.add_text(f.url, page.url);
-    doc.add_text(f.host, page.host.to_ascii_lowercase());
-    if let Some(title) = page.title.filter(|t| !t.is_empty()) {
-        doc.add_text(f.title, title);
-    }
+    let chunk_id = format!("{}:{PAGE_DOC}:{piece_index}", page.page_id);
+    let mut doc = version_doc(f, page, at, chunk_id);
     doc.add_text(field, rest);
-    doc.add_date(f.fetched_at, date(at));
-    if let Some(lang) = page.lang.filter(|l| !l.is_empty()) {
-        doc.add_text(f.lang, lang);
-    }
-    doc.add_text(f.content_hash, page.content_hash);
-    doc.add_text(f.tenant, page.tenant);
-    doc.add_text(f.series, series_key(page.tenant, page.url));
     doc
 }
 
