@@ -479,12 +479,16 @@ impl Archiver {
             .ok_or_else(|| Error::Task("an earlier archive step failed midway".to_owned()))
     }
 
-    /// Reads what archiving a page needs from the store: its text, and for its WARC records
-    /// its raw body and the earlier record of the same body, if any.
+    /// Reads what archiving a page needs from the store: its text; for its WARC records or
+    /// its page documents, its raw body; for its WARC records, the earlier record of the same
+    /// body, if any.
     async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
         let text = self.store.text(&page.content_hash).await?;
         let warc_due = self.config.warc && page.warc_record_id.is_none();
-        let page_text = self.config.page_text && is_html(&page.info.content_type);
+        // An index made before page documents has nowhere to put them: no raw body read for
+        // them.
+        let page_text =
+            self.config.page_text && self.index.indexes_page_text() && page.info.is_html();
         let raw = if warc_due || page_text {
             Some(
                 self.store
@@ -586,13 +590,6 @@ fn archive_one(
         result: work.writer.add_page(&doc).map_err(Error::from),
         warc: warc_written,
     }
-}
-
-/// Whether a stored content type is an HTML page's.
-fn is_html(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or_default().trim();
-    essence.eq_ignore_ascii_case("text/html")
-        || essence.eq_ignore_ascii_case("application/xhtml+xml")
 }
 
 /// Writes the request, response (or revisit) and metadata records of a stored page.

@@ -212,6 +212,16 @@ pub struct PageInfo {
     pub reduced: bool,
 }
 
+impl PageInfo {
+    /// Whether the page is an HTML document (its content type as judged).
+    pub fn is_html(&self) -> bool {
+        matches!(
+            self.content_type.as_str(),
+            "text/html" | "application/xhtml+xml"
+        )
+    }
+}
+
 /// A fetched page: its description, its whole text and the raw response.
 #[derive(Debug, Clone)]
 pub struct Fetched {

@@ -173,10 +173,7 @@ pub(crate) async fn build(
 ) -> Result<Document, FcError> {
     let info = &page.info;
     let mut warnings: Vec<String> = info.warning.iter().cloned().collect();
-    let is_html = matches!(
-        info.content_type.as_str(),
-        "text/html" | "application/xhtml+xml"
-    );
+    let is_html = info.is_html();
     let textual = is_html
         || info.content_type.starts_with("text/")
         || info.content_type.ends_with("json")

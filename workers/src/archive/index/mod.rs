@@ -141,6 +141,11 @@ impl ArchiveIndex {
         })
     }
 
+    /// Whether the index has page documents (`page_text`); one made before them has not.
+    pub fn indexes_page_text(&self) -> bool {
+        self.fields.page_text.is_some()
+    }
+
     /// The index's one writer, with `heap_bytes` of indexing memory (at least 15 MB; tantivy
     /// splits it over up to 8 threads of at least 15 MB each). [`Error::Busy`] while another
     /// writer, in this process or another, holds the lock.
