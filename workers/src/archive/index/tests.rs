@@ -905,6 +905,7 @@ fn words_close_together_rank_above_the_same_words_scattered() {
 fn page_text_finds_what_passages_lack_and_yields_to_them() {
     let dir = TempDir::new("page-text");
     let (index, mut w) = open(&dir);
+    assert!(index.indexes_page_text());
     let at = "2024-01-01T00:00:00Z";
     let mut kettle = Page::new(
         "a",
@@ -978,6 +979,7 @@ fn an_index_from_before_page_documents_opens_without_them() {
     std::fs::create_dir_all(&dir.0).unwrap();
     Index::create_in_dir(&dir.0, super::schema::schema(false).0).unwrap();
     let (index, mut w) = open(&dir);
+    assert!(!index.indexes_page_text());
     let mut page = Page::new(
         "p",
         "https://a.test/",
