@@ -201,8 +201,10 @@ pub enum Error {
 pub struct Stats {
     /// Pages indexed.
     pub pages: u64,
-    /// Chunks indexed.
+    /// Chunks (passages of the extracted content) indexed.
     pub chunks: u64,
+    /// Page documents indexed: pieces of each page's visible text outside its content.
+    pub page_docs: u64,
     /// Pages not indexed again: same content as the URL's latest version, or already there.
     pub unchanged: u64,
     /// Pages that could not be archived (logged; marked `failed` in the store).
@@ -217,9 +219,10 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+            "{} pages, {} chunks, {} page documents ({} unchanged, {} failed); WARC: {} responses, {} revisits",
             self.pages,
             self.chunks,
+            self.page_docs,
             self.unchanged,
             self.failed,
             self.warc_responses,
@@ -365,9 +368,12 @@ impl Archiver {
                 match outcome.result {
                     Ok(added) => {
                         match added {
-                            Added::Indexed { chunks, .. } => {
+                            Added::Indexed {
+                                chunks, page_docs, ..
+                            } => {
                                 self.stats.pages += 1;
                                 self.stats.chunks += chunks as u64;
+                                self.stats.page_docs += page_docs as u64;
                             }
                             Added::Unchanged => self.stats.unchanged += 1,
                         }

@@ -93,7 +93,7 @@ pub(crate) fn latency(docs: &[Doc], settings: &Settings, summary: &mut Vec<Row>)
 
     let index = ArchiveIndex::open_or_create(&dir).expect("the latency index opens");
     assert_eq!(
-        index.num_chunks(),
+        index.num_docs(),
         built.chunks as u64,
         "the cached index is whole"
     );
@@ -280,7 +280,7 @@ pub(crate) fn build(corpus: &Corpus, dir: &Path, target: usize) -> Built {
     let elapsed = started.elapsed();
     built.generate_secs = generating.as_secs_f64();
     built.build_secs = (elapsed - generating).as_secs_f64();
-    assert_eq!(index.num_chunks(), built.chunks as u64);
+    assert_eq!(index.num_docs(), built.chunks as u64);
     std::fs::write(
         dir.join("complete.json"),
         serde_json::to_string_pretty(&built).expect("json"),

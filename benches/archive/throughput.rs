@@ -73,7 +73,7 @@ pub(crate) fn throughput(docs: &[Doc], runs: usize, summary: &mut Vec<Row>) {
         result.elapsed = started.elapsed();
         drop(writer);
         assert_eq!(
-            index.num_chunks(),
+            index.num_docs(),
             result.chunks as u64,
             "every chunk is searchable"
         );

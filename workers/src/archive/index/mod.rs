@@ -98,7 +98,7 @@ pub struct ArchiveIndex {
 impl std::fmt::Debug for ArchiveIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArchiveIndex")
-            .field("num_chunks", &self.num_chunks())
+            .field("num_docs", &self.num_docs())
             .finish_non_exhaustive()
     }
 }
@@ -177,8 +177,9 @@ impl ArchiveIndex {
         Ok(())
     }
 
-    /// Chunks in the index, all versions, as of the last reload.
-    pub fn num_chunks(&self) -> u64 {
+    /// Documents in the index (chunks and page documents), all versions, as of the last
+    /// reload.
+    pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
     }
 }

@@ -143,6 +143,7 @@ fn round_trip_fields_snippet_headings() {
         added,
         Added::Indexed {
             chunks: 2,
+            page_docs: 0,
             replaced: 0
         }
     );
@@ -153,7 +154,7 @@ fn round_trip_fields_snippet_headings() {
     );
     w.commit().unwrap();
     assert_eq!(w.pending(), 0);
-    assert_eq!(index.num_chunks(), 2);
+    assert_eq!(index.num_docs(), 2);
 
     let hits = search(&index, SearchQuery::new("sycamore"));
     assert_eq!(hits.len(), 1);
@@ -295,6 +296,7 @@ fn rearchive_replaces_latest_and_keeps_history() {
         w.add_page(&v1.doc()).unwrap(),
         Added::Indexed {
             chunks: 2,
+            page_docs: 0,
             replaced: 0
         }
     );
@@ -303,11 +305,12 @@ fn rearchive_replaces_latest_and_keeps_history() {
         w.add_page(&v2.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 2
         }
     );
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 3, "history is kept");
+    assert_eq!(index.num_docs(), 3, "history is kept");
 
     assert!(search(&index, SearchQuery::new("alpha")).is_empty());
     assert_eq!(page_ids(&search(&index, SearchQuery::new("beta"))), ["v2"]);
@@ -394,7 +397,7 @@ fn same_content_hash_is_unchanged() {
     assert_eq!(w.add_page(&v2.doc()).unwrap(), Added::Unchanged);
     assert_eq!(w.pending(), 0);
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 1);
+    assert_eq!(index.num_docs(), 1);
     assert_eq!(page_ids(&search(&index, SearchQuery::new("gamma"))), ["v1"]);
     // Also when the latest version is not committed yet.
     let v3 = Page::new("v3", url, "2024-03-01T00:00:00Z", "other", &["delta"]);
@@ -405,7 +408,7 @@ fn same_content_hash_is_unchanged() {
     ));
     assert_eq!(w.add_page(&v4.doc()).unwrap(), Added::Unchanged);
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 2);
+    assert_eq!(index.num_docs(), 2);
     assert_eq!(page_ids(&search(&index, SearchQuery::new("delta"))), ["v3"]);
 }
 
@@ -450,7 +453,7 @@ fn same_page_id_is_unchanged() {
     q.title = Some("changed".to_string());
     assert_eq!(w.add_page(&q.doc()).unwrap(), Added::Unchanged);
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 1);
+    assert_eq!(index.num_docs(), 1);
 }
 
 #[test]
@@ -564,7 +567,7 @@ fn reopen_keeps_data_and_schema_mismatch_is_an_error() {
         w.commit().unwrap();
     }
     let (index, mut w) = open(&dir);
-    assert_eq!(index.num_chunks(), 1);
+    assert_eq!(index.num_docs(), 1);
     assert_eq!(page_ids(&search(&index, SearchQuery::new("theta"))), ["p"]);
     // The reopened writer still knows the latest version.
     let p2 = Page::new(
@@ -578,6 +581,7 @@ fn reopen_keeps_data_and_schema_mismatch_is_an_error() {
         w.add_page(&p2.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 1
         }
     );
@@ -615,6 +619,7 @@ fn versions_of_one_url_before_commit() {
         w.add_page(&v1.doc()).unwrap(),
         Added::Indexed {
             chunks: 2,
+            page_docs: 0,
             replaced: 0
         }
     );
@@ -622,6 +627,7 @@ fn versions_of_one_url_before_commit() {
         w.add_page(&v2.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 2
         }
     );
@@ -629,12 +635,13 @@ fn versions_of_one_url_before_commit() {
         w.add_page(&v3.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 1
         }
     );
     assert_eq!(w.pending(), 3);
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 4);
+    assert_eq!(index.num_docs(), 4);
     let latest = search(
         &index,
         SearchQuery {
@@ -681,6 +688,7 @@ fn older_versions_are_inserted_into_history() {
         w.add_page(&v2.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 1
         }
     );
@@ -692,6 +700,7 @@ fn older_versions_are_inserted_into_history() {
         w.add_page(&v0.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 0
         }
     );
@@ -701,6 +710,7 @@ fn older_versions_are_inserted_into_history() {
         w.add_page(&v4.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 1
         }
     );
@@ -717,7 +727,7 @@ fn older_versions_are_inserted_into_history() {
         page_ids(&search(&index, SearchQuery::new("lambda"))),
         ["v4"]
     );
-    assert_eq!(index.num_chunks(), 5);
+    assert_eq!(index.num_docs(), 5);
 }
 
 #[test]
@@ -764,7 +774,7 @@ fn commit_if_due() {
     );
     w.add_page(&c.doc()).unwrap();
     assert!(w.commit_if_due(100, Duration::ZERO).unwrap(), "old enough");
-    assert_eq!(index.num_chunks(), 3);
+    assert_eq!(index.num_docs(), 3);
 }
 
 /// A rough rate, not a benchmark: `cargo test -p trawl-workers --lib --release
@@ -841,7 +851,7 @@ fn indexing_rate() {
         "new versions: {chunks} chunks (+{chunks} rewritten) in {secs:.2}s = {:.0} chunks/s",
         chunks / secs
     );
-    assert_eq!(index.num_chunks(), 2 * chunks as u64);
+    assert_eq!(index.num_docs(), 2 * chunks as u64);
 
     let mut times = Vec::new();
     for i in 0..300 {
@@ -854,7 +864,7 @@ fn indexing_rate() {
     times.sort_by(f64::total_cmp);
     println!(
         "search over {} chunks: p50 {:.2} ms, p99 {:.2} ms",
-        index.num_chunks(),
+        index.num_docs(),
         times[times.len() / 2],
         times[times.len() * 99 / 100]
     );
@@ -928,6 +938,7 @@ fn page_text_finds_what_passages_lack_and_yields_to_them() {
             w.add_page(&page.doc()).unwrap(),
             Added::Indexed {
                 chunks: 1,
+                page_docs: 1,
                 replaced: 0
             }
         );
@@ -962,7 +973,14 @@ fn page_text_finds_what_passages_lack_and_yields_to_them() {
         &["A sturdy blue kettle."],
     );
     newer.rest = Some("Sold out".into());
-    w.add_page(&newer.doc()).unwrap();
+    assert!(matches!(
+        w.add_page(&newer.doc()).unwrap(),
+        Added::Indexed {
+            chunks: 1,
+            page_docs: 1,
+            ..
+        }
+    ));
     w.commit().unwrap();
     assert!(search(&index, SearchQuery::new("reviews")).is_empty());
     assert_eq!(
@@ -992,11 +1010,12 @@ fn an_index_from_before_page_documents_opens_without_them() {
         w.add_page(&page.doc()).unwrap(),
         Added::Indexed {
             chunks: 1,
+            page_docs: 0,
             replaced: 0
         }
     );
     w.commit().unwrap();
-    assert_eq!(index.num_chunks(), 1);
+    assert_eq!(index.num_docs(), 1);
     assert!(search(&index, SearchQuery::new("rest")).is_empty());
     assert_eq!(
         page_ids(&search(&index, SearchQuery::new("passage"))),

@@ -49,10 +49,14 @@ pub struct PageDoc<'a> {
 pub enum Added {
     /// The version was indexed (visible after the next commit).
     Indexed {
-        /// Chunks of this version written.
+        /// Chunks (passages) of this version written.
         chunks: usize,
-        /// Chunks of the version it superseded whose validity window was closed (rewritten with
-        /// the new `valid_until`); 0 for a URL's first version.
+        /// Page documents of this version written: pieces of the page's visible text outside
+        /// its extracted content (0 without [`PageDoc::rest`] or on an index made before them).
+        page_docs: usize,
+        /// Documents (chunks and page documents) of the version it superseded whose validity
+        /// window was closed (rewritten with the new `valid_until`); 0 for a URL's first
+        /// version.
         replaced: usize,
     },
     /// Nothing was written: this `page_id` is already indexed, or the version it would follow
@@ -250,6 +254,7 @@ impl ArchiveWriter {
                 docs.push(page_text_doc(&f, field, page, at, i, piece));
             }
         }
+        let page_docs = docs.len() - chunks;
         for doc in &docs {
             self.add_doc(doc, valid_until)?;
         }
@@ -263,7 +268,11 @@ impl ArchiveWriter {
         self.pages.insert(page.page_id.to_string());
         self.pending += 1;
         self.since.get_or_insert_with(Instant::now);
-        Ok(Added::Indexed { chunks, replaced })
+        Ok(Added::Indexed {
+            chunks,
+            page_docs,
+            replaced,
+        })
     }
 
     fn add_doc(&self, stored: &TantivyDocument, valid_until: i64) -> Result<(), Error> {
