@@ -259,7 +259,8 @@ pub(crate) fn build(corpus: &Corpus, dir: &Path, target: usize) -> Built {
                 tenant: "default",
                 rest: None,
             },
-        );
+        )
+        .0;
         built.pages += 1;
         writer
             .commit_if_due(COMMIT_EVERY, Duration::MAX)

@@ -104,7 +104,8 @@ pub(crate) fn recall(docs: &[Doc], summary: &mut Vec<Row>) {
     let mut total = 0;
     for doc in docs {
         let chunks = chunk_markdown(&strip_link_destinations(&doc.markdown), &options);
-        total += add(&mut writer, &doc.page(&doc.id, &doc.url, &chunks));
+        // Passages only: the questions ask for the articles' own text.
+        total += add(&mut writer, &doc.page(&doc.id, &doc.url, &chunks, None)).0;
         chunked.insert(&doc.id, chunks);
     }
     writer.commit().expect("commit");

@@ -232,7 +232,7 @@ fn opens_scope(name: &LocalName) -> bool {
 /// The tokenizer state the parser switches to after these start tags (their content is
 /// text, not markup), as html5ever's tree builder does with scripting disabled, the way
 /// dom_query parses: `<noscript>` content is markup there, so its elements count.
-pub(crate) fn text_mode(name: &LocalName) -> Option<TokenSinkResult<()>> {
+fn text_mode(name: &LocalName) -> Option<TokenSinkResult<()>> {
     let mode = match *name {
         local_name!("title") | local_name!("textarea") => TokenSinkResult::RawData(RawKind::Rcdata),
         local_name!("style")
