@@ -13,9 +13,8 @@
 //!    (`archive::page_text::rest_of_page` over the page's HTML, timed apart) and indexed
 //!    through `ArchiveWriter::add_page` (128 MB writer heap, `commit_if_due` every 1,000 pages,
 //!    a final commit), pass after pass with distinct page ids and URLs until >= 20,000 chunks.
-//!    Median of 3 runs, each into a fresh temporary directory; target >= 2,000 chunks/s (the
-//!    time making page text left out), with pages/s of the whole loop and page text's
-//!    milliseconds a page beside it.
+//!    Median of 3 runs, each into a fresh temporary directory; target >= 2,000 chunks/s, with
+//!    page text's milliseconds a page beside it.
 //! 2. Query latency: an index of `TRAWL_BENCH_CHUNKS` (default 1,000,000) synthetic chunks:
 //!    sentences of the extracted pages shuffled with a seeded PRNG into 150-400 word chunks,
 //!    1-8 chunks per page, 3,000 hosts, headings and titles from the set, and a sprinkle of rare

@@ -25,12 +25,12 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    /// Chunks a second of chunking and indexing (chunks and page documents), the time spent
-    /// making page text apart: what the chunks/s target has always measured.
+    /// Chunks a second of the whole loop (chunking, page text, indexing chunks and page
+    /// documents). Not the time making page text left out: tantivy's threads index while the
+    /// main one makes it, so that would overstate indexing.
     pub(crate) fn chunks_per_s(&self) -> f64 {
-        self.chunks as f64 / (self.elapsed - self.page_text).as_secs_f64()
+        self.chunks as f64 / self.elapsed.as_secs_f64()
     }
-    /// Pages a second of the whole loop, page text included, as the archive pool runs it.
     pub(crate) fn pages_per_s(&self) -> f64 {
         self.pages as f64 / self.elapsed.as_secs_f64()
     }
@@ -98,7 +98,7 @@ pub(crate) fn throughput(docs: &[Doc], runs: usize, summary: &mut Vec<Row>) {
             "every chunk and page document is searchable"
         );
         println!(
-            "   run {}: {} chunks and {} page documents from {} pages in {:.2} s: {:.0} chunks/s without page text, {:.0} pages/s with it ({} commits; chunking {:.0}% of the time, page text {:.0}%, {:.2} ms a page)",
+            "   run {}: {} chunks and {} page documents from {} pages in {:.2} s: {:.0} chunks/s, {:.0} pages/s ({} commits; chunking {:.0}% of the time, page text {:.0}%, {:.2} ms a page)",
             run + 1,
             result.chunks,
             result.page_docs,
@@ -116,20 +116,20 @@ pub(crate) fn throughput(docs: &[Doc], runs: usize, summary: &mut Vec<Row>) {
     results.sort_by(|a, b| a.chunks_per_s().total_cmp(&b.chunks_per_s()));
     let median = &results[results.len() / 2];
     println!(
-        "   median of {runs}: {:.0} chunks/s without page text, {:.0} pages/s with it ({:.1} chunks/page); target >= {TARGET_CHUNKS_PER_S:.0} chunks/s (ratio {:.2})",
+        "   median of {runs}: {:.0} chunks/s, {:.0} pages/s ({:.1} chunks/page); target >= {TARGET_CHUNKS_PER_S:.0} chunks/s (ratio {:.2})",
         median.chunks_per_s(),
         median.pages_per_s(),
         median.chunks as f64 / median.pages as f64,
         median.chunks_per_s() / TARGET_CHUNKS_PER_S
     );
     summary.push(Row::at_least(
-        "index throughput, chunks/s (page text apart)",
+        "index throughput, chunks/s",
         median.chunks_per_s(),
         TARGET_CHUNKS_PER_S,
         0,
     ));
     summary.push(Row::info(
-        "index + page text, pages/s",
+        "index throughput, pages/s",
         format!("{:.0}", median.pages_per_s()),
     ));
     summary.push(Row::info(
