@@ -178,8 +178,14 @@ pub(crate) fn report(
         if let Some(a) = &run.archived {
             let _ = writeln!(
                 s,
-                "    archived: {} pages, {} chunks ({} unchanged, {} failed); WARC: {} responses, {} revisits",
-                a.pages, a.chunks, a.unchanged, a.failed, a.warc_responses, a.warc_revisits
+                "    archived: {} pages, {} chunks, {} page documents ({} unchanged, {} failed); WARC: {} responses, {} revisits",
+                a.pages,
+                a.chunks,
+                a.page_docs,
+                a.unchanged,
+                a.failed,
+                a.warc_responses,
+                a.warc_revisits
             );
         }
         for note in &run.log_notes {

@@ -58,12 +58,13 @@ pub(crate) struct Summary {
     pub(crate) duplicates: u64,
 }
 
-/// The `archived: N pages, M chunks (U unchanged, F failed); WARC: R responses, V revisits`
-/// line `trawl crawl --archive` prints.
+/// The `archived: N pages, M chunks, D page documents (U unchanged, F failed); WARC: R
+/// responses, V revisits` line `trawl crawl --archive` prints.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Archived {
     pub(crate) pages: u64,
     pub(crate) chunks: u64,
+    pub(crate) page_docs: u64,
     pub(crate) unchanged: u64,
     pub(crate) failed: u64,
     pub(crate) warc_responses: u64,
@@ -232,6 +233,7 @@ pub(crate) fn parse_archived(stdout: &str) -> Result<Archived> {
         [
             pages,
             chunks,
+            page_docs,
             unchanged,
             failed,
             warc_responses,
@@ -239,6 +241,7 @@ pub(crate) fn parse_archived(stdout: &str) -> Result<Archived> {
         ] => Ok(Archived {
             pages,
             chunks,
+            page_docs,
             unchanged,
             failed,
             warc_responses,

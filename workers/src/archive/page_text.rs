@@ -136,7 +136,10 @@ fn visible_lines(html: &str) -> Vec<String> {
         doc_text!(move |chunk| {
             let mut state = state.borrow_mut();
             if chunk.text_type() == TextType::Data {
-                state.raw.push_str(chunk.as_str());
+                // Hidden text ends with its text node: `hidden` changes only at tags.
+                if state.hidden == 0 {
+                    state.raw.push_str(chunk.as_str());
+                }
                 if chunk.last_in_text_node() {
                     state.flush();
                 }
@@ -191,18 +194,13 @@ impl State {
         self.space = false;
     }
 
-    /// Ends the current text node: its text, entities decoded, joins the line.
+    /// Ends the current text node: its text, entities decoded, joins the line (the buffer is
+    /// kept for the next node).
     fn flush(&mut self) {
-        if self.raw.is_empty() {
-            return;
-        }
-        let raw = std::mem::take(&mut self.raw);
-        if self.hidden == 0 {
-            self.text(&html_escape::decode_html_entities(&raw));
-        }
-        // The buffer is kept for the next node.
+        let mut raw = std::mem::take(&mut self.raw);
+        self.text(&html_escape::decode_html_entities(&raw));
+        raw.clear();
         self.raw = raw;
-        self.raw.clear();
     }
 
     fn text(&mut self, text: &str) {
