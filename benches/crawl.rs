@@ -10,6 +10,7 @@
 //! TRAWL_BENCH_PAGES=100000 TRAWL_BENCH_RUNS=1 TRAWL_BENCH_MODES=embedded cargo bench --bench crawl
 //! TRAWL_BENCH_MODES=distributed TRAWL_BENCH_WORKERS=3 cargo bench --bench crawl
 //! TRAWL_BENCH_MODES=peer,peer-fetch,embedded,archive cargo bench --bench crawl
+//! TRAWL_BENCH_MODES=archive TRAWL_BENCH_RUNS=1 TRAWL_BENCH_PROFILE=1 cargo bench --bench crawl
 //! ```
 //!
 //! The third line is the flat-RSS check, and the scale check: its embedded pages/s should be
@@ -89,7 +90,11 @@
 //! 1800), `TRAWL_BENCH_KEEP=1` (keep the temporary directory and print its path),
 //! `TRAWL_BENCH_BIN=PATH` (another trawl binary than this build's), `TRAWL_BENCH_PG_HOST`
 //! (PostgreSQL socket directory, default `/var/run/postgresql`), `TRAWL_BENCH_PEER_DIR` (the
-//! peer's binaries, default `$HOME/.cache/spiderpeer-target/release`).
+//! peer's binaries, default `$HOME/.cache/spiderpeer-target/release`), `TRAWL_BENCH_PROFILE=1`
+//! (after the report, one more crawl of each embedded mode asked for under `perf record`, and
+//! its CPU by phase: fetch, parse, extraction, markdown, store, queue, zstd, crawl follow-ups,
+//! and the archive's index, page text, chunks and WARC; `TRAWL_BENCH_CALLGRAPH=dwarf|fp` as in
+//! the pipeline benchmark).
 
 // A benchmark reads its own knobs from the environment; trawl's configuration rule (figment only)
 // is for the application.
@@ -110,6 +115,8 @@ mod nginx;
 mod proc_status;
 #[path = "common/process.rs"]
 mod process;
+#[path = "common/profile.rs"]
+mod profile;
 #[path = "common/redis.rs"]
 mod redis_server;
 #[path = "common/server.rs"]
@@ -123,6 +130,8 @@ mod modes;
 mod peer;
 #[path = "crawl/proc.rs"]
 mod proc;
+#[path = "crawl/profiled.rs"]
+mod profiled;
 #[path = "crawl/report.rs"]
 mod report;
 #[path = "crawl/run.rs"]
@@ -137,6 +146,7 @@ use std::time::{Duration, Instant};
 use figures::load_average;
 use knobs::{arg_number, env_flag, env_list, env_number};
 use nginx::{Nginx, find_in_path};
+use profile::Callgraph;
 use report::report;
 use run::Run;
 use testkit::crawl_site::{CrawlSite, Expected};
@@ -217,6 +227,9 @@ struct Settings {
     pg_host: String,
     /// Where the peer's binaries are (`TRAWL_BENCH_PEER_DIR`).
     peer_dir: PathBuf,
+    /// Profile one more run of each embedded mode (`TRAWL_BENCH_PROFILE`).
+    profile: bool,
+    callgraph: Callgraph,
 }
 
 fn settings() -> Result<Settings> {
@@ -264,6 +277,8 @@ fn settings() -> Result<Settings> {
         pg_host: std::env::var("TRAWL_BENCH_PG_HOST")
             .unwrap_or_else(|_| "/var/run/postgresql".to_owned()),
         peer_dir: peer::peer_dir(),
+        profile: env_flag("TRAWL_BENCH_PROFILE"),
+        callgraph: Callgraph::from_env()?,
     })
 }
 
@@ -362,6 +377,13 @@ fn bench_in(settings: &Settings, root: &Path) -> Result<()> {
     }
     let load_after = load_average();
     let failures = report(&bench, &runs, &load_before, &load_after, written.bytes);
+    if settings.profile {
+        for &mode in &settings.modes {
+            if matches!(mode, Mode::Embedded | Mode::Archive) {
+                bench.profile(mode)?;
+            }
+        }
+    }
     drop(nginx);
     if failures.is_empty() {
         Ok(())

@@ -239,7 +239,7 @@ impl Bench<'_> {
 
 /// Removes what would make an embedded run use another store or queue, and the bench's own
 /// knobs (trawl reads every `TRAWL_*` variable as configuration and refuses unknown keys).
-fn embedded_env(command: &mut Command) {
+pub(crate) fn embedded_env(command: &mut Command) {
     for name in [
         "DATABASE_URL",
         "REDIS_URL",
