@@ -62,6 +62,39 @@ pub struct Measure {
     pub depth: usize,
 }
 
+/// Whether `html` is within the budget, as [`check`] says, without tokenizing it when it
+/// cannot cross any limit. Every start tag is a `<` followed by an ASCII letter, so a document
+/// with at most [`MAX_NESTING`] of those has at most that many elements, nests at most that
+/// deep, and costs at most `MAX_NESTING²` (≤ [`MAX_WORK`]) steps; most pages are that small,
+/// and counting the bytes is far cheaper than the tokenizer's pass (which still measures
+/// every larger document). Extraction calls this before building a tree.
+pub fn admit(html: &str) -> Result<(), Exceeded> {
+    if start_tags_at_most(html, MAX_NESTING) <= MAX_NESTING {
+        return Ok(());
+    }
+    check(html).map(|_| ())
+}
+
+// What `admit`'s shortcut relies on.
+const _: () = assert!(MAX_NESTING <= MAX_ELEMENTS);
+const _: () = assert!((MAX_NESTING as u64) * (MAX_NESTING as u64) <= MAX_WORK);
+
+/// An upper bound on `html`'s start tags (each `<` followed by an ASCII letter, in text,
+/// comments and scripts too), counted up to `cap + 1`.
+fn start_tags_at_most(html: &str, cap: usize) -> usize {
+    let bytes = html.as_bytes();
+    let mut count = 0;
+    for at in memchr::memchr_iter(b'<', bytes) {
+        if bytes.get(at + 1).is_some_and(u8::is_ascii_alphabetic) {
+            count += 1;
+            if count > cap {
+                break;
+            }
+        }
+    }
+    count
+}
+
 /// Measures `html` against the budget; stops at the first limit crossed.
 pub fn check(html: &str) -> Result<Measure, Exceeded> {
     let tokenizer = Tokenizer::new(Counter::default(), TokenizerOpts::default());
@@ -273,6 +306,44 @@ mod tests {
         // html head title body div p p ul li li img br script: 13 start tags (the `<b>` in
         // the title and the divs in the script are text).
         assert_eq!(measure.elements, 13);
+    }
+
+    #[test]
+    fn admit_agrees_with_check_around_its_shortcut() {
+        // At and just over the shortcut's bound, nested (the deepest such documents can be)
+        // and flat; then over the nesting limit, which only the tokenizer can see.
+        for n in [
+            MAX_NESTING - 10,
+            MAX_NESTING - 4,
+            MAX_NESTING - 3,
+            MAX_NESTING + 1,
+            MAX_NESTING + 100,
+        ] {
+            for page in [
+                nested("<div>", "</div>", n),
+                nested("<span>", "", n),
+                nested("<p>x", "", n),
+            ] {
+                assert_eq!(
+                    admit(&page).is_ok(),
+                    check(&page).is_ok(),
+                    "{n} start tags in {}…",
+                    &page[..60]
+                );
+            }
+        }
+        // html, body and MAX_NESTING - 2 divs: within the bound, admitted unread.
+        let page = nested("<div>", "</div>", MAX_NESTING - 2);
+        assert_eq!(start_tags_at_most(&page, MAX_NESTING), MAX_NESTING);
+        assert!(admit(&page).is_ok());
+        // 5,000 nested divs: over the nesting limit, refused.
+        assert!(matches!(
+            admit(&nested("<div>", "</div>", 5_000)),
+            Err(Exceeded::Nesting { .. })
+        ));
+        // `<` not followed by a letter opens no tag, and the count stops past the cap.
+        assert_eq!(start_tags_at_most("a < b <1 <> </p> <!-- --> <x", 10), 1);
+        assert_eq!(start_tags_at_most(&"<a>".repeat(100), 10), 11);
     }
 
     #[test]

@@ -70,10 +70,10 @@ pub enum Error {
 }
 
 /// Extracts the main content of `html`, fetched from `page_url`, as `format`. A document
-/// over the parsing budget ([`budget::check`]) is [`Error::Limit`], found before any tree is
+/// over the parsing budget ([`budget::admit`]) is [`Error::Limit`], found before any tree is
 /// built.
 pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extracted, Error> {
-    budget::check(html)?;
+    budget::admit(html)?;
     let document = Document::from(html);
     let mut warnings: Vec<String> = Vec::new();
     let flattened = flatten_deep_nesting(&document, MAX_DEPTH);
@@ -188,7 +188,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
 /// templates. What Firecrawl's `onlyMainContent: false` asks for; guarded by the same
 /// parsing budget as [`extract_html`].
 pub fn extract_whole_page(html: &str, format: Format) -> Result<String, Error> {
-    budget::check(html)?;
+    budget::admit(html)?;
     let (_, text) = convert_body(
         html,
         format,

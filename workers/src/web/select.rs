@@ -83,7 +83,7 @@ pub struct Selected {
 pub fn apply(html: &str, include: &[String], exclude: &[String]) -> Result<Selected, Error> {
     let include = matchers(include)?;
     let exclude = matchers(exclude)?;
-    budget::check(html)?;
+    budget::admit(html)?;
     let document = Document::from(html);
     let mut removed = 0;
     for matcher in &exclude {
