@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
 use lol_html::html_content::TextType;
@@ -31,14 +32,15 @@ pub const MAX_CHARS: usize = 100_000;
 /// markdown or text, link destinations stripped), each once, joined by newlines; empty when
 /// there are none.
 pub fn rest_of_page(html: &str, content: &str) -> String {
-    let known: HashSet<String> = content.lines().filter_map(words_of).collect();
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut keys = LineKeys::default();
+    let known: HashSet<u64> = content.lines().filter_map(|line| keys.key(line)).collect();
+    let mut seen: HashSet<u64> = HashSet::new();
     let mut rest = String::new();
     for line in visible_lines(html) {
-        let Some(words) = words_of(&line) else {
+        let Some(key) = keys.key(&line) else {
             continue;
         };
-        if known.contains(&words) || !seen.insert(words) {
+        if known.contains(&key) || !seen.insert(key) {
             continue;
         }
         if rest.len() + line.len() + 1 > MAX_CHARS {
@@ -52,24 +54,85 @@ pub fn rest_of_page(html: &str, content: &str) -> String {
     rest
 }
 
-/// A line's words, lowercased and space-joined (markdown's markup and punctuation gone), as
-/// the comparison key; `None` for a line without letters or digits.
-fn words_of(line: &str) -> Option<String> {
-    let mut key = String::with_capacity(line.len());
-    for word in line
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        if !key.is_empty() {
-            key.push(' ');
+/// The comparison key of a line: its words, lowercased and space-joined (markdown's markup and
+/// punctuation gone), hashed. Two lines with the same words have the same key; two different
+/// ones the same key by chance once in about 2^64, which would only leave a line out of the
+/// page's rest. Hashing into a reused buffer, with ASCII lowercased byte by byte, spares an
+/// allocation and a `char::to_lowercase` per character: computing the keys of every line of
+/// every page was half the time of page text.
+#[derive(Default)]
+struct LineKeys {
+    words: Vec<u8>,
+}
+
+impl LineKeys {
+    /// `None` for a line without letters or digits.
+    fn key(&mut self, line: &str) -> Option<u64> {
+        let words = &mut self.words;
+        words.clear();
+        if line.is_ascii() {
+            // Most lines: a word at a time, no char decoding.
+            for word in line
+                .as_bytes()
+                .split(|b| !b.is_ascii_alphanumeric())
+                .filter(|word| !word.is_empty())
+            {
+                if !words.is_empty() {
+                    words.push(b' ');
+                }
+                words.extend(word.iter().map(u8::to_ascii_lowercase));
+            }
+            return Self::hash(words);
         }
-        key.extend(word.chars().flat_map(char::to_lowercase));
+        // A separator came after the last word: the next word starts with a space.
+        let mut apart = false;
+        for c in line.chars() {
+            let alphanumeric = if c.is_ascii() {
+                c.is_ascii_alphanumeric()
+            } else {
+                c.is_alphanumeric()
+            };
+            if !alphanumeric {
+                apart = true;
+                continue;
+            }
+            if apart && !words.is_empty() {
+                words.push(b' ');
+            }
+            apart = false;
+            if c.is_ascii() {
+                words.push(c.to_ascii_lowercase() as u8);
+            } else {
+                let mut utf8 = [0; 4];
+                for lower in c.to_lowercase() {
+                    words.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
+                }
+            }
+        }
+        Self::hash(words)
     }
-    (!key.is_empty()).then_some(key)
+
+    fn hash(words: &[u8]) -> Option<u64> {
+        (!words.is_empty()).then(|| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            words.hash(&mut hasher);
+            hasher.finish()
+        })
+    }
 }
 
 /// The document's visible text, one line per block, whitespace collapsed.
 fn visible_lines(html: &str) -> Vec<String> {
+    lines_in(html, 0)
+}
+
+/// How deep `<noscript>` markup is read inside `<noscript>` markup: lol_html reads a nested
+/// start tag as text, so each reading peels one off, and a page of nested `<noscript>`s would
+/// otherwise be read again once per level.
+const MAX_NOSCRIPT_DEPTH: usize = 2;
+
+/// [`visible_lines`] of markup `depth` `<noscript>` elements deep.
+fn lines_in(html: &str, depth: usize) -> Vec<String> {
     let state = Rc::new(RefCell::new(State::default()));
     let blocks = {
         let state = Rc::clone(&state);
@@ -116,6 +179,9 @@ fn visible_lines(html: &str) -> Vec<String> {
     let noscript = {
         let state = Rc::clone(&state);
         element!("noscript", move |el| {
+            if depth >= MAX_NOSCRIPT_DEPTH {
+                return Ok(());
+            }
             state.borrow_mut().noscript = Some(String::new());
             let state = Rc::clone(&state);
             el.on_end_tag(end_tag!(move |_| {
@@ -124,7 +190,7 @@ fn visible_lines(html: &str) -> Vec<String> {
                     && state.hidden == 0
                 {
                     state.break_line();
-                    state.lines.extend(visible_lines(&markup));
+                    state.lines.extend(lines_in(&markup, depth + 1));
                 }
                 Ok(())
             }))?;
@@ -166,6 +232,13 @@ fn visible_lines(html: &str) -> Vec<String> {
     let mut state = state.borrow_mut();
     state.flush();
     state.break_line();
+    // A `<noscript>` never closed held the rest of the page: a browser without scripting
+    // shows it, so it is read as markup too.
+    if let Some(markup) = state.noscript.take()
+        && state.hidden == 0
+    {
+        state.lines.extend(lines_in(&markup, depth + 1));
+    }
     std::mem::take(&mut state.lines)
 }
 
@@ -244,6 +317,24 @@ mod tests {
         <footer><p>Home</p><p>© Kettles Ltd</p></footer></body></html>"#;
 
     #[test]
+    fn line_keys_compare_words_not_markup_case_or_punctuation() {
+        let mut keys = LineKeys::default();
+        let key = |keys: &mut LineKeys, line: &str| keys.key(line);
+        let plain = key(&mut keys, "blue kettle now 2");
+        assert!(plain.is_some());
+        assert_eq!(key(&mut keys, "## Blue **kettle**, NOW! (2)"), plain);
+        assert_eq!(key(&mut keys, "  blue\tkettle   now-2 "), plain);
+        assert_ne!(key(&mut keys, "blue kettles now 2"), plain);
+        assert_ne!(key(&mut keys, "bluekettle now 2"), plain);
+        assert_eq!(key(&mut keys, "ÉTÉ Straße"), key(&mut keys, "été straße"));
+        assert_ne!(key(&mut keys, "été"), key(&mut keys, "ete"));
+        // The ASCII path and the char path agree.
+        assert_eq!(key(&mut keys, "→ Blue kettle, now 2 ✓"), plain);
+        assert_eq!(key(&mut keys, "--- | --- | ***"), None);
+        assert_eq!(key(&mut keys, ""), None);
+    }
+
+    #[test]
     fn keeps_the_visible_lines_extraction_left_out_once_each() {
         let content = "# Blue kettle\n\nA **sturdy** kettle for the stove.\n";
         let rest = rest_of_page(PAGE, content);
@@ -282,6 +373,24 @@ mod tests {
             visible_lines(html),
             ["First post & its reply", "5 < 7 & done"]
         );
+    }
+
+    #[test]
+    fn an_unclosed_noscript_is_read_to_the_end() {
+        let html = "<body><p>Before</p><noscript><div><p>Post one</p><p>Post &amp; two";
+        assert_eq!(visible_lines(html), ["Before", "Post one", "Post & two"]);
+    }
+
+    #[test]
+    fn nested_noscripts_are_read_a_bounded_number_of_times() {
+        // Each reading peels one `<noscript>` off: without a bound, 20,000 nested ones would
+        // be read 20,000 times, each call deeper on the stack.
+        let html = format!("<p>Top</p>{}<p>Deep</p>", "<noscript>".repeat(20_000));
+        let started = std::time::Instant::now();
+        assert_eq!(visible_lines(&html), ["Top"]);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let html = "<noscript><noscript><p>Two deep</p></noscript></noscript>";
+        assert_eq!(visible_lines(html), ["Two deep"]);
     }
 
     #[test]
