@@ -57,8 +57,8 @@ pub fn rest_of_page(html: &str, content: &str) -> String {
 /// The comparison key of a line: its words, lowercased and space-joined (markdown's markup and
 /// punctuation gone), hashed. Two lines with the same words have the same key; two different
 /// ones the same key by chance once in about 2^64, which would only leave a line out of the
-/// page's rest. Hashing into a reused buffer, with ASCII lowercased byte by byte, spares an
-/// allocation and a `char::to_lowercase` per character: computing the keys of every line of
+/// page's rest. Hashing into a reused buffer spares an allocation per line, and reading ASCII
+/// lines as bytes a `char::to_lowercase` per character: computing the keys of every line of
 /// every page was half the time of page text.
 #[derive(Default)]
 struct LineKeys {
@@ -71,7 +71,7 @@ impl LineKeys {
         let words = &mut self.words;
         words.clear();
         if line.is_ascii() {
-            // Most lines: a word at a time, no char decoding.
+            // Most lines: bytes, no char decoding.
             for word in line
                 .as_bytes()
                 .split(|b| !b.is_ascii_alphanumeric())
@@ -82,29 +82,16 @@ impl LineKeys {
                 }
                 words.extend(word.iter().map(u8::to_ascii_lowercase));
             }
-            return Self::hash(words);
-        }
-        // A separator came after the last word: the next word starts with a space.
-        let mut apart = false;
-        for c in line.chars() {
-            let alphanumeric = if c.is_ascii() {
-                c.is_ascii_alphanumeric()
-            } else {
-                c.is_alphanumeric()
-            };
-            if !alphanumeric {
-                apart = true;
-                continue;
-            }
-            if apart && !words.is_empty() {
-                words.push(b' ');
-            }
-            apart = false;
-            if c.is_ascii() {
-                words.push(c.to_ascii_lowercase() as u8);
-            } else {
-                let mut utf8 = [0; 4];
-                for lower in c.to_lowercase() {
+        } else {
+            let mut utf8 = [0; 4];
+            for word in line
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|word| !word.is_empty())
+            {
+                if !words.is_empty() {
+                    words.push(b' ');
+                }
+                for lower in word.chars().flat_map(char::to_lowercase) {
                     words.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
                 }
             }
@@ -185,13 +172,7 @@ fn lines_in(html: &str, depth: usize) -> Vec<String> {
             state.borrow_mut().noscript = Some(String::new());
             let state = Rc::clone(&state);
             el.on_end_tag(end_tag!(move |_| {
-                let mut state = state.borrow_mut();
-                if let Some(markup) = state.noscript.take()
-                    && state.hidden == 0
-                {
-                    state.break_line();
-                    state.lines.extend(lines_in(&markup, depth + 1));
-                }
+                state.borrow_mut().read_noscript(depth);
                 Ok(())
             }))?;
             Ok(())
@@ -234,11 +215,7 @@ fn lines_in(html: &str, depth: usize) -> Vec<String> {
     state.break_line();
     // A `<noscript>` never closed held the rest of the page: a browser without scripting
     // shows it, so it is read as markup too.
-    if let Some(markup) = state.noscript.take()
-        && state.hidden == 0
-    {
-        state.lines.extend(lines_in(&markup, depth + 1));
-    }
+    state.read_noscript(depth);
     std::mem::take(&mut state.lines)
 }
 
@@ -260,6 +237,17 @@ struct State {
 }
 
 impl State {
+    /// Reads the `<noscript>` markup gathered so far (of an element `depth` deep) as lines of
+    /// their own, unless it is inside hidden content.
+    fn read_noscript(&mut self, depth: usize) {
+        if let Some(markup) = self.noscript.take()
+            && self.hidden == 0
+        {
+            self.break_line();
+            self.lines.extend(lines_in(&markup, depth + 1));
+        }
+    }
+
     fn break_line(&mut self) {
         if !self.line.is_empty() {
             self.lines.push(std::mem::take(&mut self.line));
@@ -384,11 +372,9 @@ mod tests {
     #[test]
     fn nested_noscripts_are_read_a_bounded_number_of_times() {
         // Each reading peels one `<noscript>` off: without a bound, 20,000 nested ones would
-        // be read 20,000 times, each call deeper on the stack.
+        // be read 20,000 times, each call deeper on the stack, and "Deep" found at the end.
         let html = format!("<p>Top</p>{}<p>Deep</p>", "<noscript>".repeat(20_000));
-        let started = std::time::Instant::now();
         assert_eq!(visible_lines(&html), ["Top"]);
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
         let html = "<noscript><noscript><p>Two deep</p></noscript></noscript>";
         assert_eq!(visible_lines(html), ["Two deep"]);
     }
