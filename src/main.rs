@@ -5,6 +5,11 @@ use std::process::ExitCode;
 use clap::Parser as _;
 use trawl::cli::{self, Cli};
 
+/// jemalloc, not the system allocator: see the note on `tikv-jemallocator` in Cargo.toml.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // Two rustls providers get compiled in (sqlx's ring, reqwest's aws-lc-rs); without a
     // process default, rustls cannot choose one and any direct client config panics.
