@@ -11,7 +11,8 @@ port=8719
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/trawl-target}"
 
 missing=()
-command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+# A C compiler and make: SQLite, zstd and jemalloc (the binary's allocator) are built from C.
+{ command -v cc && command -v make; } >/dev/null 2>&1 || missing+=(build-essential)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -9,7 +9,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/trawl-target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 missing=()
-command -v cc >/dev/null 2>&1 || missing+=(build-essential)
+# A C compiler and make: SQLite, zstd and jemalloc (the binary's allocator) are built from C.
+{ command -v cc && command -v make; } >/dev/null 2>&1 || missing+=(build-essential)
 command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # The queue tests start their own redis-server on a loopback port inside the namespace.
