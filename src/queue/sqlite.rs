@@ -64,6 +64,16 @@ impl SqliteQueue {
         SqliteStorage::<()>::setup(&pool)
             .await
             .map_err(|error| Error::Backend(error.to_string()))?;
+        // apalis' index on `Jobs.lock_by` makes SQLite answer each acknowledgement (an UPDATE
+        // joining the task ids of a JSON array) by walking every row the worker holds (in flight,
+        // and acknowledged rows until the next prune) and reading the whole JSON array again for
+        // each: about half the queue's CPU (benches/queue.rs). Without it, the array is read once
+        // and each task found by its id. Nothing else of apalis' or trawl's looks tasks up by
+        // `lock_by` alone (recovery selects by status first). Dropped on every open, in case a
+        // later apalis migration creates it again.
+        sqlx::query("DROP INDEX IF EXISTS LIdx")
+            .execute(&pool)
+            .await?;
         drop(lock);
         let config = |name: String| {
             apalis_sqlite::Config::default()

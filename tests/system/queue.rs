@@ -289,6 +289,53 @@ async fn a_job_queued_twice_records_one_result(engine: Engine) {
     queue.close().await;
 }
 
+/// apalis-sqlite acknowledges a batch of tasks with one UPDATE joining the task ids of a JSON
+/// array on `Jobs.id` and `Jobs.lock_by`. Planned from an index on `lock_by`, SQLite walks every
+/// row the worker holds and reads the whole array again for each (the queue spent half its CPU
+/// there); the queue file trawl opens must have it planned from the array, each task found by
+/// its id. The statement's shape is apalis' `queries/task/ack.sql`.
+#[tokio::test]
+async fn sqlite_acknowledgements_find_tasks_by_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("queue.sqlite");
+    // Opened twice: the second open finds apalis' migrations applied and still drops the index.
+    for _ in 0..2 {
+        let queue = Queue::open(&path, "plan", runner::Config::default().queue_settings())
+            .await
+            .expect("queue opens");
+        queue.close().await;
+    }
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("queue file opens");
+    let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(
+        "EXPLAIN QUERY PLAN
+         WITH j AS (
+             SELECT value ->> 'task_id' AS task_id, value ->> 'attempt' AS attempt,
+                    value ->> 'result' AS result, value ->> 'status' AS status
+             FROM json_each(?1))
+         UPDATE Jobs SET status = j.status, attempts = j.attempt, last_result = j.result,
+                         done_at = strftime('%s', 'now')
+         FROM j WHERE Jobs.id = j.task_id AND Jobs.lock_by = ?2",
+    )
+    .bind("[]")
+    .bind("worker")
+    .fetch_all(&pool)
+    .await
+    .expect("the statement plans");
+    let plan: Vec<String> = rows.into_iter().map(|(_, _, _, detail)| detail).collect();
+    pool.close().await;
+    assert!(!plan.is_empty(), "a plan");
+    let jobs_step = plan
+        .iter()
+        .find(|step| step.contains("Jobs"))
+        .unwrap_or_else(|| panic!("a step on Jobs in {plan:?}"));
+    assert!(
+        jobs_step.contains("(id=?)") && !jobs_step.contains("lock_by"),
+        "each task looked up by its id, not by the worker's rows: {plan:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_pool_drains_the_queue_on_sqlite() {
     the_pool_drains_the_queue(Engine::Sqlite).await;
