@@ -1,19 +1,36 @@
 //! The embedded queue engine: apalis-sqlite in its own SQLite file. In one file, apalis' sqlx
 //! migrations and the store's would share `_sqlx_migrations`, and the second migrator would
-//! refuse the first one's versions as "previously applied but missing".
+//! refuse the first one's versions as "previously applied but missing". Workers take and
+//! acknowledge tasks through apalis; pushes are trawl's own multi-row inserts of the rows
+//! apalis writes (see `SqliteQueue::push`).
 //!
 //! Not here: the interface callers use (`queue::Queue`).
 
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use apalis::prelude::TaskSink;
+use apalis_core::backend::WireFormatBackend as _;
+use apalis_core::backend::codec::Codec as _;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
 use sqlx::sqlite::SqlitePoolOptions;
 
 use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name};
+
+/// Tasks inserted by one statement at most (8 bound values each).
+const TASKS_PER_INSERT: usize = 100;
+
+/// One row of apalis' `Jobs` table, as [`SqliteQueue::push`] writes it.
+struct TaskRow {
+    job: Vec<u8>,
+    id: String,
+    max_attempts: i64,
+    run_at: i64,
+    priority: i64,
+    metadata: String,
+    idempotency_key: Option<String>,
+}
 
 /// The queue in a SQLite file. Each lane's workers take tasks through a pool of their own,
 /// so whether that pool has a connection in use tells whether one of their fetches may be
@@ -131,17 +148,68 @@ impl SqliteQueue {
         Ok(recovered.rows_affected())
     }
 
-    /// Pushes envelopes into a lane's queue in one transaction; an envelope whose job is
-    /// already in the queue is left out (see `keyed_tasks`).
+    /// Pushes envelopes into a lane's queue in one transaction, many rows per statement; an
+    /// envelope whose job is already in the queue is left out (see `keyed_tasks`).
+    ///
+    /// apalis' own push (`push_all`) runs one INSERT per task inside its transaction, and the
+    /// transaction holds the file's write lock throughout: a crawl's sitemap of 100,000 pages
+    /// kept the workers from fetching or acknowledging for seconds at a time. The rows are
+    /// the ones apalis writes (its `queries/task/sink.sql`): the task encoded by the storage's
+    /// codec, its id (a new ULID when it has none), queue name, `Pending`, attempts allowed
+    /// (apalis' default 25), run time (now unless set), priority, metadata as JSON and
+    /// idempotency key.
     pub(super) async fn push(&self, lane: Lane, envelopes: Vec<Envelope>) -> Result<(), Error> {
-        let mut storage = match lane {
-            Lane::Fetch => self.push_fetch.clone(),
-            Lane::Browse => self.push_browse.clone(),
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        let (storage, queue) = match lane {
+            Lane::Fetch => (&self.push_fetch, fetch_queue_name(&self.namespace)),
+            Lane::Browse => (&self.push_browse, browse_queue_name(&self.namespace)),
         };
-        storage
-            .push_all(futures_util::stream::iter(super::keyed_tasks(envelopes)))
-            .await
-            .map_err(|error| Error::Backend(error.to_string()))
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let rows = super::keyed_tasks(envelopes)
+            .map(|task| {
+                let job = storage
+                    .codec()
+                    .encode(&task.args)
+                    .map_err(|error| Error::Backend(format!("encoding a task: {error}")))?;
+                Ok(TaskRow {
+                    job,
+                    id: task
+                        .task_id()
+                        .map_or_else(|| ulid::Ulid::generate().to_string(), |id| id.to_string()),
+                    max_attempts: task.max_attempts().unwrap_or(25) as i64,
+                    run_at: task.run_at().unwrap_or(now) as i64,
+                    priority: task.priority().unwrap_or_default() as i64,
+                    metadata: serde_json::to_string(task.metadata()).unwrap_or_default(),
+                    idempotency_key: task.idempotency_key().map(str::to_owned),
+                })
+            })
+            .collect::<Result<Vec<TaskRow>, Error>>()?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        for chunk in rows.chunks(TASKS_PER_INSERT) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO Jobs (job, id, job_type, status, attempts, max_attempts, run_at, \
+                 priority, metadata, idempotency_key) ",
+            );
+            insert.push_values(chunk, |mut row, task| {
+                row.push_bind(task.job.as_slice())
+                    .push_bind(task.id.as_str())
+                    .push_bind(queue.as_str())
+                    .push("'Pending', 0")
+                    .push_bind(task.max_attempts)
+                    .push_bind(task.run_at)
+                    .push_bind(task.priority)
+                    .push_bind(task.metadata.as_str())
+                    .push_bind(task.idempotency_key.as_deref());
+            });
+            insert.push(" ON CONFLICT (job_type, idempotency_key) DO NOTHING");
+            insert.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Deletes the rows of tasks that ended.

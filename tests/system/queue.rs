@@ -348,6 +348,95 @@ async fn sqlite_acknowledgements_find_tasks_by_id() {
     );
 }
 
+/// trawl pushes tasks into apalis' SQLite table itself, many rows per statement (apalis
+/// inserts one row per statement while holding the file's write lock): the rows must be the
+/// ones apalis writes, each job once across statements and across pushes.
+#[tokio::test]
+async fn sqlite_pushes_write_the_rows_apalis_writes() {
+    use apalis::prelude::{TaskBuilder, TaskSink as _};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("queue.sqlite");
+    let queue = Queue::open(&path, "rows", runner::Config::default().queue_settings())
+        .await
+        .expect("queue opens");
+    let envelope = |n: usize| {
+        Envelope::new(
+            format!("job-{n:04}"),
+            Job::Fetch(FetchJob::new(format!("http://127.0.0.1:9/page/{n}"))),
+        )
+    };
+    // More than one statement's worth, one job twice within the push.
+    let mut first: Vec<Envelope> = (0..250).map(envelope).collect();
+    first.push(envelope(7));
+    queue.push(first).await.expect("pushed");
+    // Again, with one new job: only that one is added.
+    queue
+        .push((0..251).map(envelope).collect())
+        .await
+        .expect("pushed again");
+    queue.close().await;
+
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("queue file opens");
+    let (rows, keys): (i64, i64) =
+        sqlx::query_as("SELECT COUNT(*), COUNT(DISTINCT idempotency_key) FROM Jobs")
+            .fetch_one(&pool)
+            .await
+            .expect("counted");
+    assert_eq!((rows, keys), (251, 251), "each job once");
+    // The same job pushed by apalis itself, into a queue of its own.
+    let mut storage = apalis_sqlite::SqliteStorage::<Envelope>::new(&pool)
+        .with_config(apalis_sqlite::Config::default().queue("by-apalis"));
+    let job = envelope(3);
+    storage
+        .push_all(futures_util::stream::iter([TaskBuilder::new(job.clone())
+            .idempotency_key(job.id.clone())
+            .build()]))
+        .await
+        .expect("apalis pushes");
+    type Row = (
+        Vec<u8>,
+        String,
+        i64,
+        i64,
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<i64>,
+        i64,
+    );
+    let read = |by_apalis: bool| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, Row>(
+                "SELECT job, status, attempts, max_attempts, priority, metadata, last_result,
+                        lock_at, lock_by, done_at, run_at
+                 FROM Jobs WHERE idempotency_key = 'job-0003' AND (job_type = 'by-apalis') = ?",
+            )
+            .bind(by_apalis)
+            .fetch_one(&pool)
+            .await
+            .expect("the row")
+        }
+    };
+    let (mut ours, mut theirs) = (read(false).await, read(true).await);
+    let ran = (ours.10, theirs.10);
+    assert!(
+        (ran.0 - ran.1).abs() <= 60,
+        "both due now (run_at {} and {})",
+        ran.0,
+        ran.1
+    );
+    (ours.10, theirs.10) = (0, 0);
+    assert_eq!(ours, theirs, "trawl's row is apalis' row");
+    assert_eq!(ours.1, "Pending");
+    pool.close().await;
+}
+
 #[tokio::test]
 async fn the_pool_drains_the_queue_on_sqlite() {
     the_pool_drains_the_queue(Engine::Sqlite).await;
