@@ -55,7 +55,11 @@ impl Signals {
 /// for search engines comes first (it names what the page is about), then the URL's shape,
 /// then `og:type`; a page with no signal is an article.
 pub fn classify(signals: &Signals, url: &Url) -> PageType {
-    if signals.has_type(&["DiscussionForumPosting", "QAPage", "Question"]) {
+    // A `Question` is a thread's opening post, unless it is one of an `FAQPage`'s questions:
+    // the FAQ block of an article, a product or a service page says nothing of the page.
+    if signals.has_type(&["DiscussionForumPosting", "QAPage"])
+        || (signals.has_type(&["Question"]) && !signals.has_type(&["FAQPage"]))
+    {
         return PageType::Forum;
     }
     if signals.has_type(&["CollectionPage", "OfferCatalog", "SearchResultsPage"]) {
@@ -213,6 +217,46 @@ mod tests {
         assert_eq!(
             page_type(&ld("{\"@type\": "), "https://news.test/story"),
             PageType::Article
+        );
+    }
+
+    #[test]
+    fn faq_questions_do_not_make_a_forum() {
+        let ld = |json: &str| format!(r#"<script type="application/ld+json">{json}</script>"#);
+        let faq = r#"{"@type":"FAQPage","mainEntity":[{"@type":"Question","name":"How long?"}]}"#;
+        // An article with an FAQ block is an article, a product with one a product.
+        assert_eq!(
+            page_type(
+                &format!("{}{}", ld(r#"{"@type":"BlogPosting"}"#), ld(faq)),
+                "https://example.test/2024/05/a-story"
+            ),
+            PageType::Article
+        );
+        assert_eq!(
+            page_type(
+                &format!(
+                    "{}{}",
+                    ld(faq),
+                    ld(r#"{"@type":"Product","name":"Kettle"}"#)
+                ),
+                "https://example.test/kettle"
+            ),
+            PageType::Product
+        );
+        // A question on its own, or a QAPage's, is a thread.
+        assert_eq!(
+            page_type(
+                &ld(r#"{"@type":"Question","name":"Kettle descaling?"}"#),
+                "https://example.test/kettle"
+            ),
+            PageType::Forum
+        );
+        assert_eq!(
+            page_type(
+                &ld(r#"{"@type":"QAPage","mainEntity":{"@type":"Question"}}"#),
+                "https://example.test/kettle"
+            ),
+            PageType::Forum
         );
     }
 
