@@ -245,9 +245,15 @@ const ALMOST_NOTHING_FACTOR: usize = 3;
 const AUTO_MIN_BODY_CHARS: usize = 500;
 
 /// How a skip link ("Skip to main content", the first link of a page's header, there for
-/// keyboard users) starts, lowercased, in the languages it is most often written in.
+/// keyboard users) starts, lowercased, in the languages it is most often written in. Not
+/// "skip to" alone: a recipe post's "Skip to recipe" button is part of the article.
 const SKIP_LINK_STARTS: &[&str] = &[
-    "skip to ",
+    "skip to main",
+    "skip to content",
+    "skip to the content",
+    "skip to navigation",
+    "skip to primary",
+    "skip to footer",
     "skip navigation",
     "jump to content",
     "jump to main content",
@@ -918,6 +924,10 @@ mod tests {
             "* [Skip to content](#main)\n\n# Boots"
         ));
         assert!(opens_with_skip_link("Zum Inhalt springen\nStart"));
+        // A recipe post's button to its recipe card is the post's own.
+        assert!(!opens_with_skip_link(
+            "Skip to recipe\nThe best banana bread"
+        ));
         // A sentence that starts like one is prose, and so is one far down the text.
         assert!(!opens_with_skip_link(
             "Skip to the last section if you only need the settings: the first ones explain \
