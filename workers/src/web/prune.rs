@@ -252,7 +252,7 @@ fn element_kind(el: &dom_query::Element) -> Kind {
             let named_caption = [local_name!("class"), local_name!("id")]
                 .into_iter()
                 .filter_map(|a| el.attr_ref(a))
-                .any(has_caption_word);
+                .any(|value| has_word(value, CAPTION_WORDS));
             if named_caption {
                 Kind::Caption
             } else {
@@ -262,13 +262,12 @@ fn element_kind(el: &dom_query::Element) -> Kind {
     }
 }
 
-/// True if an attribute value contains a caption word as a whole word.
-///
-/// Words are split at non-alphanumeric characters and at lower->upper camelCase steps, and
-/// compared case-insensitively: `wp-caption-text`, `newsCaption`, `photo_credit` match;
-/// `captioned-article`, `incredible` do not. Substring matching is what made class selectors
-/// harmful in earlier measurements.
-fn has_caption_word(value: &str) -> bool {
+/// True if an attribute value (a class list, an id) contains one of `words` as a whole word:
+/// words are split at non-alphanumerics and at lower-to-upper case changes, and compared
+/// case-insensitively: for the caption words, `wp-caption-text`, `newsCaption`,
+/// `photo_credit` match; `captioned-article`, `incredible` do not. Substring matching is what
+/// made class selectors harmful in earlier measurements.
+pub(crate) fn has_word(value: &str, words: &[&str]) -> bool {
     let bytes = value.as_bytes();
     let mut start = 0;
     let mut i = 0;
@@ -280,7 +279,7 @@ fn has_caption_word(value: &str) -> bool {
         if boundary {
             if i > start {
                 let word = &value[start..i];
-                if CAPTION_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word)) {
+                if words.iter().any(|w| w.eq_ignore_ascii_case(word)) {
                     return true;
                 }
             }
@@ -597,17 +596,17 @@ mod tests {
 
     #[test]
     fn caption_word_matching() {
-        assert!(has_caption_word("wp-caption-text"));
-        assert!(has_caption_word("newsCaption"));
-        assert!(has_caption_word("image_credit"));
-        assert!(has_caption_word("CAPTION"));
-        assert!(!has_caption_word("captioned"));
-        assert!(!has_caption_word("incredible"));
-        assert!(!has_caption_word(""));
+        assert!(has_word("wp-caption-text", CAPTION_WORDS));
+        assert!(has_word("newsCaption", CAPTION_WORDS));
+        assert!(has_word("image_credit", CAPTION_WORDS));
+        assert!(has_word("CAPTION", CAPTION_WORDS));
+        assert!(!has_word("captioned", CAPTION_WORDS));
+        assert!(!has_word("incredible", CAPTION_WORDS));
+        assert!(!has_word("", CAPTION_WORDS));
         // non-ASCII characters act as separators and never split a UTF-8 sequence
-        assert!(has_caption_word("légende—caption"));
-        assert!(has_caption_word("ñcaptionñ-é"));
-        assert!(!has_caption_word("éé-captioned"));
+        assert!(has_word("légende—caption", CAPTION_WORDS));
+        assert!(has_word("ñcaptionñ-é", CAPTION_WORDS));
+        assert!(!has_word("éé-captioned", CAPTION_WORDS));
     }
 
     #[test]
