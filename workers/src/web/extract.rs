@@ -943,10 +943,14 @@ mod tests {
     /// A category page whose wrapper holds a skip link, a menu, the products and a footer.
     fn category_page(skip_link: &str) -> String {
         let cards: String = [
-            ("One", "Waterproof leather, grippy sole. $120."),
-            ("Two", "Light mesh upper, quick to dry. $95."),
-            ("Three", "Stiff shank for scrambles and scree. $160."),
-            ("Four", "Insulated for cold mornings. $140."),
+            ("One", "Waterproof leather, a gusseted tongue. $120."),
+            ("Two", "Light mesh, dry after a river crossing. $95."),
+            ("Three", "Stiff shank for scree and loose rock. $160."),
+            ("Four", "Insulated for cold mornings and early snow. $140."),
+            ("Five", "Wide toe box for long days out. $130."),
+            ("Six", "Vibram outsole with deep lugs for mud. $150."),
+            ("Seven", "Recycled materials, resoleable. $170."),
+            ("Eight", "Kids' sizes, the adult boot's sole. $70."),
         ]
         .iter()
         .map(|(name, line)| {
