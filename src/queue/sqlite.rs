@@ -39,8 +39,6 @@ struct TaskRow {
 pub(super) struct SqliteQueue {
     pub(super) storage: SqliteStorage<Envelope>,
     pub(super) browse: SqliteStorage<Envelope>,
-    push_fetch: SqliteStorage<Envelope>,
-    push_browse: SqliteStorage<Envelope>,
     pool: SqlitePool,
     namespace: String,
     /// How long a worker may be silent before its tasks are taken back.
@@ -112,8 +110,6 @@ impl SqliteQueue {
         Ok(SqliteQueue {
             storage: on(&fetch_pool, fetch_queue_name(namespace)),
             browse: on(&browse_pool, browse_queue_name(namespace)),
-            push_fetch: on(&pool, fetch_queue_name(namespace)),
-            push_browse: on(&pool, browse_queue_name(namespace)),
             pool,
             namespace: namespace.to_owned(),
             orphan_timeout: settings.heartbeat * settings.missed_heartbeats as u32,
@@ -162,9 +158,11 @@ impl SqliteQueue {
         if envelopes.is_empty() {
             return Ok(());
         }
+        // The lane's storage only lends its codec (what its workers decode with); the rows
+        // go through the shared pool.
         let (storage, queue) = match lane {
-            Lane::Fetch => (&self.push_fetch, fetch_queue_name(&self.namespace)),
-            Lane::Browse => (&self.push_browse, browse_queue_name(&self.namespace)),
+            Lane::Fetch => (&self.storage, fetch_queue_name(&self.namespace)),
+            Lane::Browse => (&self.browse, browse_queue_name(&self.namespace)),
         };
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)

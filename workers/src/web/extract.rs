@@ -5,8 +5,8 @@
 //! the article, then markdown, text or HTML, normalised, with its heading outline. Pages of
 //! another type (`web::page_type`), and articles whose Readability answer looks wrong (a small
 //! share of the page, or the whole page from its skip link on), are read by rs-trafilatura's
-//! profiles; a product page by its named description block when that holds most of the
-//! answer. When no article is found the whole body is converted and the result says so.
+//! profiles; a product page by its named description block when that holds half or more of
+//! the answer. When no article is found the whole body is converted and the result says so.
 //!
 //! Not here: decoding bytes (`web::charset`), judging block pages (`web::blockpage`), or time
 //! limits (the caller runs this on a blocking thread under a timeout).
@@ -111,7 +111,12 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         && let Some(mut found) = by_page_type(&source, page_url, format, Some(page_type))
     {
         if page_type == PageType::Product
-            && let Some(block) = product_block(&document, format, found.plain_chars, page_url)
+            && let Some(block) = product_block(
+                &document,
+                format,
+                found.plain_chars,
+                &document_base(&document, page_url),
+            )
         {
             found.text = block;
         }
@@ -139,14 +144,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
                 Format::Html => article.content.to_string(),
                 Format::Markdown | Format::Text => prune::clean_text(&article.text_content),
             };
-            // Readability keeping a small part of the page's text is the mark of a page that
-            // is not an article after all (a listing, a category, a service page): then
-            // rs-trafilatura, with its own page-type classifier, reads it instead, and its
-            // answer is used when longer. Keeping almost nothing is the mark of a wrong pick
-            // even on a page that says it is an article: rs-trafilatura's answer is used when
-            // it is several times longer. Readability's text opening with the page's skip
-            // link is the mark of a page it took whole, header and menus included: then
-            // rs-trafilatura's answer is used whatever its length.
+            // Readability's answer may be a wrong pick (a small share of the page, or the whole
+            // page from its skip link on; see `Doubt`): rs-trafilatura, with its own page-type
+            // classifier, reads the page, and its answer is used when the doubt says so.
             let doubt = Doubt::of(&text, body_chars, signals.declares_article());
             if doubt.any()
                 && let Some(found) = by_page_type(&source, page_url, format, None)
@@ -272,10 +272,10 @@ const SKIP_LINK_LINES: usize = 8;
 
 /// Whether one of the first lines of `text` is a skip link: a short line (up to 80
 /// characters, a markdown link's target included) starting like one once leading list and
-/// link marks are set aside. Measured on the WCXB
-/// dev split: 11 pages, all of them category or listing pages whose article Readability
-/// took from the page's outermost container (a menu of links first, the products after);
-/// rs-trafilatura read 10 of them better and none worse (collection F1 +0.027).
+/// link marks are set aside. Measured on the WCXB dev split: 11 pages, all of them category
+/// or listing pages whose article Readability took from the page's outermost container (a
+/// menu of links first, the products after); rs-trafilatura read 10 of them better and none
+/// worse (collection F1 +0.027).
 fn opens_with_skip_link(text: &str) -> bool {
     text.lines()
         .map(|line| {
@@ -378,7 +378,7 @@ const PRODUCT_BLOCK_MIN_SHARE: f64 = 0.5;
 /// a header, a footer, a dialog or another product's card ([`NOT_THE_PRODUCT_WORDS`]), when
 /// it holds between [`PRODUCT_BLOCK_MIN_SHARE`] and all of rs-trafilatura's `found_chars`
 /// visible characters, as `format` (its scripts, styles and `<noscript>`s left out, its links made
-/// absolute against `base`). rs-trafilatura's product profile takes the first of its
+/// absolute against `base`, the document's base URL: [`document_base`]). rs-trafilatura's product profile takes the first of its
 /// selectors that matches, often a wrapper around the description and much else. `None` for
 /// HTML output (rs-trafilatura is not asked for it).
 ///
@@ -654,13 +654,18 @@ fn flatten_deep_nesting(document: &Document, max_depth: usize) -> usize {
     too_deep.len()
 }
 
-/// Collects absolute, normalised http(s) links in document order, without duplicates.
-fn collect_links(document: &Document, page_url: &Url) -> Vec<String> {
-    let base = document
+/// The URL the document's relative links resolve against: its `<base href>`, else `page_url`.
+fn document_base(document: &Document, page_url: &Url) -> Url {
+    document
         .select("base[href]")
         .attr("href")
         .and_then(|href| page_url.join(href.trim()).ok())
-        .unwrap_or_else(|| page_url.clone());
+        .unwrap_or_else(|| page_url.clone())
+}
+
+/// Collects absolute, normalised http(s) links in document order, without duplicates.
+fn collect_links(document: &Document, page_url: &Url) -> Vec<String> {
+    let base = document_base(document, page_url);
     let mut seen = std::collections::HashSet::new();
     let mut links = Vec::new();
     for anchor in document.select("a[href]").iter() {
