@@ -37,9 +37,6 @@ const DONE_SEQ_LOCK: i64 = 0x7472_6177_6c64_6f6e;
 #[derive(Debug, Clone)]
 pub(super) struct PgStore {
     pub(super) pool: PgPool,
-    /// The same pool: the shared queries write through `writes` and read through `pool`,
-    /// which only SQLite keeps apart (see `SqliteStore::writes`).
-    pub(super) writes: PgPool,
 }
 
 impl PgStore {
@@ -72,10 +69,13 @@ impl PgStore {
             .await?;
         // The migrator holds an advisory lock: processes starting together migrate once.
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(PgStore {
-            writes: pool.clone(),
-            pool,
-        })
+        Ok(PgStore { pool })
+    }
+
+    /// Where the shared queries write: the same pool they read from (only SQLite keeps its
+    /// writes apart: `SqliteStore::writes`).
+    pub(super) fn writes(&self) -> &PgPool {
+        &self.pool
     }
 
     pub(super) async fn mark_archived(
@@ -90,7 +90,7 @@ impl PgStore {
             .bind(state)
             .bind(now_rfc3339())
             .bind(page_ids)
-            .execute(&self.writes)
+            .execute(self.writes())
             .await?;
         Ok(())
     }
@@ -113,7 +113,7 @@ impl PgStore {
         )
         .bind(now_rfc3339())
         .bind(crawl_id)
-        .execute(&self.writes)
+        .execute(self.writes())
         .await?
         .rows_affected();
         if changed == 0 {
@@ -129,7 +129,7 @@ impl PgStore {
                      FOR UPDATE SKIP LOCKED)",
             )
             .bind(crawl_id)
-            .execute(&self.writes)
+            .execute(self.writes())
             .await?;
             let left: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM jobs WHERE crawl_id = $1 AND status IN ('queued', 'running')

@@ -377,10 +377,11 @@ const PRODUCT_BLOCK_MIN_SHARE: f64 = 0.5;
 /// specifications ([`PRODUCT_BLOCK_WORDS`] as a whole class/id word), not inside navigation,
 /// a header, a footer, a dialog or another product's card ([`NOT_THE_PRODUCT_WORDS`]), when
 /// it holds between [`PRODUCT_BLOCK_MIN_SHARE`] and all of rs-trafilatura's `found_chars`
-/// visible characters, as `format` (its scripts, styles and `<noscript>`s left out, its links made
-/// absolute against `base`, the document's base URL: [`document_base`]). rs-trafilatura's product profile takes the first of its
-/// selectors that matches, often a wrapper around the description and much else. `None` for
-/// HTML output (rs-trafilatura is not asked for it).
+/// visible characters, as `format` (its scripts, styles and `<noscript>`s left out, its
+/// links made absolute against `base`, the document's base URL: [`document_base`]).
+/// rs-trafilatura's product profile takes the first of its selectors that matches, often a
+/// wrapper around the description and much else. `None` for HTML output (rs-trafilatura is
+/// not asked for it).
 ///
 /// One pass over the body: each element's class and id are read once, text is counted
 /// bottom-up, so a page of nested or repeated matches costs no more than its size.
