@@ -71,8 +71,11 @@ struct Version {
     content_hash: String,
     fetched_at: i64,
     valid_until: i64,
-    /// Its chunk documents, stored fields only (no `valid_until`), in chunk order.
-    docs: Vec<TantivyDocument>,
+    /// Its documents (chunks and page documents), stored fields only (no `valid_until`), in
+    /// chunk order, for a version read from the committed index. `None` for one written since
+    /// the last commit: keeping every document of every page until the commit held about
+    /// 50 MB in a crawl (`add_page` commits and reads them back in the rare case it needs them).
+    docs: Option<Vec<TantivyDocument>>,
 }
 
 /// What the writer knows of one URL's versions since the last commit: every version it
@@ -95,8 +98,8 @@ impl UrlState {
 
 /// The index's one writer: adds versions of pages and commits them in batches. Until
 /// [`commit`](Self::commit), adds are invisible to searches and the writer remembers the
-/// versions it wrote so that later adds of the same URL build on them. Dropping it without
-/// committing discards the uncommitted adds.
+/// versions it wrote (not their documents) so that later adds of the same URL build on them.
+/// Dropping it without committing discards the uncommitted adds.
 pub struct ArchiveWriter {
     index: ArchiveIndex,
     writer: IndexWriter<TantivyDocument>,
@@ -149,7 +152,9 @@ impl ArchiveWriter {
     /// URL drops out of default search). Ties: a fetch at the same instant as `V` replaces it.
     ///
     /// Each call runs a few term lookups on the committed index and reads the stored chunks of
-    /// the version it closes. After an error the writer's state is unknown: drop it.
+    /// the version it closes; when that version was written since the last commit, it commits
+    /// first (its documents are not kept in memory). After an error the writer's state is
+    /// unknown: drop it.
     pub fn add_page(&mut self, page: &PageDoc<'_>) -> Result<Added, Error> {
         if self.pages.contains(page.page_id) {
             return Ok(Added::Unchanged);
@@ -200,6 +205,16 @@ impl ArchiveWriter {
             .filter(|(_, v)| v.fetched_at <= at && at < v.valid_until)
             .max_by_key(|(_, v)| v.fetched_at)
             .map(|(i, _)| i);
+        if let Some(i) = covering {
+            let v = &state.versions[i];
+            if v.docs.is_none() && v.content_hash != page.content_hash {
+                // The version this one closes was written since the last commit, and its
+                // documents were not kept: commit, and take it from the index like any other
+                // (a URL fetched twice, with new content, within one commit's batch).
+                self.commit()?;
+                return self.add_page(page);
+            }
+        }
         let result = self.write_version(page, at, &mut state, covering);
         // Keep what was read only when something was written: unchanged pages must not grow
         // the writer's memory between commits.
@@ -227,10 +242,12 @@ impl ArchiveWriter {
                 v.valid_until = at;
                 self.writer
                     .delete_term(Term::from_field_text(f.page_id, &v.page_id));
-                for doc in &v.docs {
-                    self.add_doc(doc, at)?;
+                // `add_page` committed first when the documents were not at hand.
+                let docs = v.docs.as_deref().unwrap_or_default();
+                for doc in docs {
+                    self.add_doc(doc.clone(), at)?;
                 }
-                (valid_until, v.docs.len())
+                (valid_until, docs.len())
             }
             None => {
                 let next = state
@@ -255,7 +272,7 @@ impl ArchiveWriter {
             }
         }
         let page_docs = docs.len() - chunks;
-        for doc in &docs {
+        for doc in docs {
             self.add_doc(doc, valid_until)?;
         }
         state.versions.push(Version {
@@ -263,7 +280,7 @@ impl ArchiveWriter {
             content_hash: page.content_hash.to_string(),
             fetched_at: at,
             valid_until,
-            docs,
+            docs: None,
         });
         self.pages.insert(page.page_id.to_string());
         self.pending += 1;
@@ -275,8 +292,7 @@ impl ArchiveWriter {
         })
     }
 
-    fn add_doc(&self, stored: &TantivyDocument, valid_until: i64) -> Result<(), Error> {
-        let mut doc = stored.clone();
+    fn add_doc(&self, mut doc: TantivyDocument, valid_until: i64) -> Result<(), Error> {
         doc.add_date(self.index.fields.valid_until, date(valid_until));
         self.writer.add_document(doc)?;
         Ok(())
@@ -287,7 +303,7 @@ impl ArchiveWriter {
         let f = &self.index.fields;
         let addrs = searcher.search(query, &DocSetCollector)?;
         let mut columns = HashMap::new();
-        let mut versions: HashMap<String, (Version, Vec<u64>)> = HashMap::new();
+        let mut versions: HashMap<String, (Version, Vec<(u64, TantivyDocument)>)> = HashMap::new();
         for addr in addrs {
             let seg = addr.segment_ord;
             let column = match columns.get(&seg) {
@@ -309,7 +325,7 @@ impl ArchiveWriter {
                 .get_first(f.chunk_index)
                 .and_then(|v| v.as_u64())
                 .unwrap_or(0);
-            let (version, order) = versions.entry(page_id.clone()).or_insert_with(|| {
+            let (_, docs) = versions.entry(page_id.clone()).or_insert_with(|| {
                 (
                     Version {
                         page_id,
@@ -319,21 +335,18 @@ impl ArchiveWriter {
                             .and_then(|v| v.as_datetime())
                             .map_or(0, |d| d.into_timestamp_micros()),
                         valid_until,
-                        docs: Vec::new(),
+                        docs: None,
                     },
                     Vec::new(),
                 )
             });
-            version.docs.push(doc);
-            order.push(index);
+            docs.push((index, doc));
         }
         Ok(versions
             .into_values()
-            .map(|(mut version, order)| {
-                let mut docs: Vec<(u64, TantivyDocument)> =
-                    order.into_iter().zip(version.docs).collect();
+            .map(|(mut version, mut docs)| {
                 docs.sort_by_key(|(i, _)| *i);
-                version.docs = docs.into_iter().map(|(_, d)| d).collect();
+                version.docs = Some(docs.into_iter().map(|(_, d)| d).collect());
                 version
             })
             .collect())
