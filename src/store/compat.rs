@@ -23,7 +23,7 @@ macro_rules! compat_queries {
                 .bind(id)
                 .bind(options)
                 .bind(now_ms)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }

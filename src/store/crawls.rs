@@ -245,7 +245,7 @@ macro_rules! crawl_queries {
                 .bind(spec.to_string())
                 .bind(now_rfc3339())
                 .bind(tenant.as_str())
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -360,7 +360,7 @@ macro_rules! crawl_queries {
                 )
                 .bind(now_rfc3339())
                 .bind(crawl_id)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?
                 .rows_affected();
                 Ok(done > 0)
@@ -377,7 +377,7 @@ macro_rules! crawl_queries {
                      RETURNING id",
                 )
                 .bind(now_rfc3339())
-                .fetch_all(self.writes())
+                .fetch_all(&self.pool)
                 .await?;
                 done.iter().map(|row| row.text("id")).collect()
             }

@@ -41,7 +41,7 @@ macro_rules! idempotency_queries {
                 // it cheap.
                 sqlx::query("DELETE FROM idempotency_keys WHERE created_ms < $1")
                     .bind(expired_before_ms)
-                    .execute(self.writes())
+                    .execute(&self.pool)
                     .await?;
                 let inserted = sqlx::query(
                     "INSERT INTO idempotency_keys (owner, idem_key, request, created_ms) \
@@ -51,7 +51,7 @@ macro_rules! idempotency_queries {
                 .bind(key)
                 .bind(request)
                 .bind(now_ms)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 if inserted.rows_affected() == 1 {
                     return Ok(IdempotencyClaim::Claimed);
@@ -96,7 +96,7 @@ macro_rules! idempotency_queries {
                 .bind(body)
                 .bind(owner)
                 .bind(key)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -112,7 +112,7 @@ macro_rules! idempotency_queries {
                 )
                 .bind(owner)
                 .bind(key)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }

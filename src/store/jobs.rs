@@ -60,7 +60,6 @@ macro_rules! job_queries {
             }
 
             pub(super) async fn close(&self) {
-                self.writes().close().await;
                 self.pool.close().await;
             }
 
@@ -162,7 +161,7 @@ macro_rules! job_queries {
                      RETURNING webhook",
                 )
                 .bind(batch_id)
-                .fetch_optional(self.writes())
+                .fetch_optional(&self.pool)
                 .await?;
                 let Some(row) = claimed else { return Ok(None) };
                 Ok(Some(BatchSummary {
@@ -184,7 +183,7 @@ macro_rules! job_queries {
                 .bind(to_json(error))
                 .bind(error.code.as_str())
                 .bind(id)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -202,7 +201,7 @@ macro_rules! job_queries {
                 .bind(i64::from(give_back))
                 .bind(id)
                 .bind(i64::from(attempt))
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -404,7 +403,7 @@ macro_rules! job_queries {
                 update.push(" AND id");
                 Self::push_in(&mut update, ids);
                 update.push(" RETURNING id, attempts, max_attempts");
-                let found = update.build().fetch_all(self.writes()).await?;
+                let found = update.build().fetch_all(&self.pool).await?;
                 found
                     .iter()
                     .map(|row| {

@@ -180,7 +180,7 @@ macro_rules! page_queries {
                 .bind(page_id)
                 .bind(new_id)
                 .bind(tenant.as_str())
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 self.page(new_id).await
             }
@@ -219,7 +219,7 @@ macro_rules! page_queries {
                      WHERE id = $1 AND archive_state IS DISTINCT FROM 'archived'",
                 )
                 .bind(page_id)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -347,7 +347,7 @@ macro_rules! page_queries {
                                       WHERE crawl_id = CAST($1 AS TEXT)))",
                 )
                 .bind(crawl_id)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?
                 .rows_affected();
                 Ok(changed)

@@ -72,12 +72,6 @@ impl PgStore {
         Ok(PgStore { pool })
     }
 
-    /// Where the shared queries write: the same pool they read from (only SQLite keeps its
-    /// writes apart: `SqliteStore::writes`).
-    pub(super) fn writes(&self) -> &PgPool {
-        &self.pool
-    }
-
     pub(super) async fn mark_archived(
         &self,
         page_ids: &[String],
@@ -90,7 +84,7 @@ impl PgStore {
             .bind(state)
             .bind(now_rfc3339())
             .bind(page_ids)
-            .execute(self.writes())
+            .execute(&self.pool)
             .await?;
         Ok(())
     }
@@ -113,7 +107,7 @@ impl PgStore {
         )
         .bind(now_rfc3339())
         .bind(crawl_id)
-        .execute(self.writes())
+        .execute(&self.pool)
         .await?
         .rows_affected();
         if changed == 0 {
@@ -129,7 +123,7 @@ impl PgStore {
                      FOR UPDATE SKIP LOCKED)",
             )
             .bind(crawl_id)
-            .execute(self.writes())
+            .execute(&self.pool)
             .await?;
             let left: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM jobs WHERE crawl_id = $1 AND status IN ('queued', 'running')

@@ -57,7 +57,7 @@ macro_rules! session_queries {
                 .bind(profile)
                 .bind(now_rfc3339())
                 .bind(host)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -70,7 +70,7 @@ macro_rules! session_queries {
                 .bind(now_rfc3339())
                 .bind(reason)
                 .bind(id)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -98,7 +98,7 @@ macro_rules! session_queries {
                 .bind(now_rfc3339())
                 .bind(reason)
                 .bind(host)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(done.rows_affected())
             }
@@ -117,7 +117,7 @@ macro_rules! session_queries {
                 .bind(host.capacity as i64)
                 .bind(host.open as i64)
                 .bind(host.seen_ms)
-                .execute(self.writes())
+                .execute(&self.pool)
                 .await?;
                 Ok(())
             }
@@ -125,7 +125,7 @@ macro_rules! session_queries {
             pub(super) async fn remove_session_host(&self, url: &str) -> Result<(), Error> {
                 sqlx::query("DELETE FROM session_hosts WHERE url = $1")
                     .bind(url)
-                    .execute(self.writes())
+                    .execute(&self.pool)
                     .await?;
                 Ok(())
             }
@@ -157,7 +157,7 @@ macro_rules! session_queries {
                 &self,
                 step: &NewSessionStep<'_>,
             ) -> Result<(), Error> {
-                let mut tx = self.writes().begin().await?;
+                let mut tx = self.pool.begin().await?;
                 let image = step.image.map(|(bytes, media_type)| (Blob::pack(bytes, 3), media_type));
                 if let Some((blob, _)) = &image {
                     sqlx::query(

@@ -2,10 +2,9 @@
 //! `migrations/sqlite`. A separate file from the queue's, because apalis and trawl would
 //! otherwise share one `_sqlx_migrations` table.
 //!
-//! SQLite has one writer at a time, and trawl writes through one connection (`writer`;
-//! reads go through `pool`): every write transaction takes the write lock when it begins,
-//! so what it reads stays as read until it commits, and jobs are numbered (`done_seq`) in
-//! the statement that ends them, in commit order.
+//! SQLite has one writer at a time: every write transaction takes the write lock when it
+//! begins, so what it reads stays as read until it commits, and jobs are numbered
+//! (`done_seq`) in the statement that ends them, in commit order.
 //!
 //! Not here: the queries both engines share (`jobs`, `pages`, `crawls`, `sessions`), and
 //! the interface (`Store`).
@@ -27,20 +26,10 @@ use super::writer::PendingPage;
 /// within SQLite's limit on bound values).
 const BINDS_PER_STATEMENT: usize = 400;
 
-/// The SQLite engine, cheap to clone (two connection pools).
+/// The SQLite engine, cheap to clone (a connection pool).
 #[derive(Debug, Clone)]
 pub(super) struct SqliteStore {
-    /// Connections that read.
     pub(super) pool: SqlitePool,
-    /// The one connection that writes. SQLite has one writer at a time anyway: with writes
-    /// spread over the pool, a writer that found the lock taken slept in SQLite's busy
-    /// handler (1 ms, then longer steps up to 100 ms) instead of starting the moment the
-    /// lock was free, and the longer transactions of a big store made those sleeps the
-    /// crawl's pace (README, `cargo bench --bench crawl`: at 100,000 pages, more pages a
-    /// second for the same CPU a page). Writers of this process now queue for this
-    /// connection, woken in turn, and its page cache is no longer dropped by another
-    /// connection's write.
-    writer: SqlitePool,
 }
 
 impl SqliteStore {
@@ -65,24 +54,15 @@ impl SqliteStore {
             .await
             .map_err(Error::Lock)?;
         let pool = SqlitePoolOptions::new()
-            // Few connections: they read (and run the migrations), and each one's page cache
-            // is dropped whenever the writing connection commits.
+            // Few connections: writes are serialised anyway, and each connection's page cache
+            // is dropped whenever another one writes.
             .max_connections(4)
             .connect_with(options.clone())
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         // Closing the file releases the lock.
         drop(lock);
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options)
-            .await?;
-        Ok(SqliteStore { pool, writer })
-    }
-
-    /// Where the shared queries write: the one writing connection (see the field `writer`).
-    pub(super) fn writes(&self) -> &SqlitePool {
-        &self.writer
+        Ok(SqliteStore { pool })
     }
 
     pub(super) async fn mark_archived(
@@ -159,13 +139,11 @@ impl Dialect for SqliteStore {
 
     const DONE_SEQ: &'static str = ", done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)";
 
-    /// A transaction that takes the write lock at once, on the writing connection. A
-    /// deferred transaction that reads first and writes later fails with SQLITE_BUSY, without
-    /// waiting, when another process's writer committed in between (two processes may share
-    /// the file: `trawl serve --no-pools` and `trawl work`); an immediate one waits for the
-    /// lock (busy_timeout).
+    /// A transaction that takes the write lock at once. A deferred transaction that reads
+    /// first and writes later fails with SQLITE_BUSY, without waiting, when another writer
+    /// committed in between; an immediate one waits for the lock (busy_timeout).
     async fn write_transaction(&self) -> Result<Tx<Self>, Error> {
-        Ok(self.writes().begin_with("BEGIN IMMEDIATE").await?)
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
     fn push_in(builder: &mut sqlx::QueryBuilder<Sqlite>, ids: &[&str]) {
