@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tantivy::collector::{Count, DocSetCollector};
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{IndexWriter, Searcher, TantivyDocument, Term};
+use tantivy::{IndexWriter, Searcher, TantivyDocument, TantivyError, Term};
 
 use super::schema::{Fields, PAGE_DOC, VALID_UNTIL, first_str};
 use super::{ArchiveIndex, Error, FAR_FUTURE, date, micros};
@@ -73,8 +73,8 @@ struct Version {
     valid_until: i64,
     /// Its documents (chunks and page documents), stored fields only (no `valid_until`), in
     /// chunk order, for a version read from the committed index. `None` for one written since
-    /// the last commit: keeping every document of every page until the commit held about
-    /// 50 MB in a crawl (`add_page` commits and reads them back in the rare case it needs them).
+    /// the last commit: keeping every page's documents until the commit was most of the
+    /// writer's memory (`add_page` commits and reads them back in the rare case it needs them).
     docs: Option<Vec<TantivyDocument>>,
 }
 
@@ -238,16 +238,22 @@ impl ArchiveWriter {
                 if v.content_hash == page.content_hash {
                     return Ok(Added::Unchanged);
                 }
-                let valid_until = v.valid_until;
-                v.valid_until = at;
+                // `add_page` commits first when they are not at hand: deleting the version
+                // without its documents to write again would lose it.
+                let Some(docs) = v.docs.as_ref() else {
+                    return Err(Error::Index(TantivyError::InternalError(format!(
+                        "closing version {} without its documents",
+                        v.page_id
+                    ))));
+                };
                 self.writer
                     .delete_term(Term::from_field_text(f.page_id, &v.page_id));
-                // `add_page` committed first when the documents were not at hand.
-                let docs = v.docs.as_deref().unwrap_or_default();
                 for doc in docs {
                     self.add_doc(doc.clone(), at)?;
                 }
-                (valid_until, docs.len())
+                let replaced = docs.len();
+                let valid_until = std::mem::replace(&mut v.valid_until, at);
+                (valid_until, replaced)
             }
             None => {
                 let next = state
