@@ -85,6 +85,24 @@ fn date(micros: i64) -> DateTime {
     DateTime::from_timestamp_micros(micros)
 }
 
+/// zstd level of a new index's stored fields.
+const DOCSTORE_ZSTD_LEVEL: i32 = 1;
+
+/// How an index is made when its directory has none: stored fields (chunk texts, page texts,
+/// and each chunk's page fields) compressed by zstd rather than tantivy's default lz4. They are
+/// most of an index's bytes, and merging segments reads all of their inputs' stored bytes
+/// through mmap, which is where an archiving crawl's peak memory was. An existing index keeps
+/// the compressor it was made with (its `meta.json` names it).
+fn new_index(schema: tantivy::schema::Schema) -> tantivy::IndexBuilder {
+    let settings = tantivy::IndexSettings {
+        docstore_compression: tantivy::store::Compressor::Zstd(tantivy::store::ZstdCompressor {
+            compression_level: Some(DOCSTORE_ZSTD_LEVEL),
+        }),
+        ..tantivy::IndexSettings::default()
+    };
+    Index::builder().schema(schema).settings(settings)
+}
+
 /// The archive's chunk index: a cheap, clonable handle for searching, and the way to its one
 /// writer.
 #[derive(Clone)]
@@ -110,12 +128,13 @@ impl ArchiveIndex {
         std::fs::create_dir_all(dir)?;
         let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
         let (current, mut fields) = schema(true);
-        let index = match Index::open_or_create(directory.clone(), current) {
+        let index = match new_index(current).open_or_create(directory.clone()) {
             Err(TantivyError::SchemaError(msg)) => {
                 // An index made before page documents: searched and written as it is, its
                 // pages without page documents.
                 let (legacy, legacy_fields) = schema(false);
-                let index = Index::open_or_create(directory, legacy)
+                let index = new_index(legacy)
+                    .open_or_create(directory)
                     .map_err(|_| Error::Schema(format!("{}: {msg}", dir.display())))?;
                 tracing::warn!(
                     index = %dir.display(),
