@@ -1039,43 +1039,42 @@ fn a_long_rest_is_cut_between_lines_into_passage_sized_pieces() {
 
 #[test]
 fn new_indexes_store_with_zstd_and_an_lz4_index_keeps_lz4() {
-    let compression = |index: &ArchiveIndex| index.index.settings().docstore_compression;
+    let compression = |dir: &TempDir| {
+        let index = ArchiveIndex::open_or_create(&dir.0).unwrap();
+        index.index.settings().docstore_compression
+    };
+    // Writes a page, then reads its stored text back through a freshly opened index.
+    let round_trip = |dir: &TempDir| {
+        let (_, mut w) = open(dir);
+        let page = Page::new(
+            "z",
+            "https://a.test/z",
+            "2024-01-01T00:00:00Z",
+            "h",
+            &["compressed passage words"],
+        );
+        w.add_page(&page.doc()).unwrap();
+        w.commit().unwrap();
+        drop(w);
+        let index = ArchiveIndex::open_or_create(&dir.0).unwrap();
+        let hits = search(&index, SearchQuery::new("compressed"));
+        assert_eq!(page_ids(&hits), vec!["z"]);
+        assert!(hits[0].text.contains("compressed passage words"));
+    };
+
     let fresh = TempDir::new("zstd");
-    let (index, mut w) = open(&fresh);
+    round_trip(&fresh);
     assert!(matches!(
-        compression(&index),
+        compression(&fresh),
         tantivy::store::Compressor::Zstd(tantivy::store::ZstdCompressor {
             compression_level: Some(DOCSTORE_ZSTD_LEVEL)
         })
     ));
-    let page = Page::new(
-        "z",
-        "https://a.test/z",
-        "2024-01-01T00:00:00Z",
-        "h",
-        &["compressed passage words"],
-    );
-    w.add_page(&page.doc()).unwrap();
-    w.commit().unwrap();
-    drop(w);
-    // Reopened, the stored text reads back through zstd.
-    let index = ArchiveIndex::open_or_create(&fresh.0).unwrap();
-    let hits = search(&index, SearchQuery::new("compressed"));
-    assert_eq!(page_ids(&hits), vec!["z"]);
-    assert!(hits[0].text.contains("compressed passage words"));
 
     // An index made by an earlier version, with tantivy's default lz4, stays lz4 and readable.
     let old = TempDir::new("lz4");
     std::fs::create_dir_all(&old.0).unwrap();
     Index::create_in_dir(&old.0, super::schema::schema(true).0).unwrap();
-    let (index, mut w) = open(&old);
-    assert!(matches!(
-        compression(&index),
-        tantivy::store::Compressor::Lz4
-    ));
-    w.add_page(&page.doc()).unwrap();
-    w.commit().unwrap();
-    let hits = search(&index, SearchQuery::new("compressed"));
-    assert_eq!(page_ids(&hits), vec!["z"]);
-    assert!(hits[0].text.contains("compressed passage words"));
+    round_trip(&old);
+    assert!(matches!(compression(&old), tantivy::store::Compressor::Lz4));
 }
