@@ -10,6 +10,7 @@
 //! Not here: caching, storing or retrying (the runner does those with what this returns), the
 //! providers' protocols (`fallback`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -148,6 +149,10 @@ pub struct Deps {
     pub config: Config,
     /// The fallback extraction providers of `config` (none: [`Providers::none`]).
     pub providers: Providers,
+    /// Extractions running at once: one per core. Extraction is CPU-bound, so more at once
+    /// only holds more parsed documents in memory and more blocking threads (each with its
+    /// allocator cache); the fetches themselves are not limited by it.
+    extractions: Arc<tokio::sync::Semaphore>,
 }
 
 impl Deps {
@@ -163,10 +168,12 @@ impl Deps {
             &config.crawl4ai,
         )
         .map_err(ConfigError::Fallback)?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Ok(Deps {
             client,
             config,
             providers,
+            extractions: Arc::new(tokio::sync::Semaphore::new(cores)),
         })
     }
 }
@@ -799,7 +806,8 @@ fn passthrough(text: String, extractor: Extractor) -> extract::Extracted {
     }
 }
 
-/// Runs CPU-bound extraction on a blocking thread under the extraction time limit. A panic
+/// Runs CPU-bound extraction on a blocking thread under the extraction time limit, once one of
+/// the process's extraction slots (one per core) is free; the limit runs from then. A panic
 /// inside a parser becomes an error: one bad page must not take the worker down.
 async fn spawn_extraction<T, F>(deps: &Deps, work: F) -> Result<T, Error>
 where
@@ -807,7 +815,13 @@ where
     F: FnOnce() -> Result<T, Error> + Send + 'static,
 {
     let seconds = deps.config.extraction_timeout_secs;
-    let handle = tokio::task::spawn_blocking(work);
+    // The semaphore is never closed. The slot goes with the work: an extraction past its
+    // time limit still holds its core until it ends.
+    let slot = deps.extractions.clone().acquire_owned().await.ok();
+    let handle = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        work()
+    });
     match tokio::time::timeout(Duration::from_secs(seconds), handle).await {
         Ok(Ok(result)) => result,
         Ok(Err(join_error)) => Err(Error::Extraction(format!(
@@ -971,5 +985,30 @@ mod tests {
         assert!(error(429).is_transient());
         assert!(!error(404).is_transient());
         assert_eq!(error(404).to_job_error().status, Some(404));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn extractions_run_at_most_one_per_core() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let client =
+            web::Client::new(web::Config::default(), web::Policy::default()).expect("client");
+        let deps = Deps::new(client, Config::default()).expect("deps");
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let extractions = (0..cores * 4).map(|_| {
+            let (running, most) = (running.clone(), most.clone());
+            spawn_extraction(&deps, move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(30));
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            })
+        });
+        for ended in futures_util::future::join_all(extractions).await {
+            ended.expect("extraction");
+        }
+        assert_eq!(most.load(Ordering::SeqCst), cores);
     }
 }
