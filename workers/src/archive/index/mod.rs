@@ -11,6 +11,7 @@
 //! method.
 //!
 //! This module holds the handle, [`ArchiveIndex`], and the index's [`Error`]. Around it:
+//! - `directory`: tantivy's memory-mapped directory, with document stores read into buffers.
 //! - `schema`: the fields of a chunk document and how each is indexed.
 //! - `search`: [`SearchQuery`] in, ranked [`Hit`]s out (BM25, per-page collapse, snippets).
 //! - `collector`: the top-k collector that applies a search's filters on fast fields.
@@ -21,6 +22,7 @@
 //! Not here: chunking (`archive::chunk`), deciding what to archive, or the HTTP API.
 
 mod collector;
+mod directory;
 mod schema;
 mod search;
 #[cfg(test)]
@@ -30,11 +32,11 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use tantivy::directory::MmapDirectory;
 use tantivy::directory::error::LockError;
 use tantivy::query::QueryParser;
 use tantivy::{DateTime, Index, IndexReader, ReloadPolicy, TantivyDocument, TantivyError};
 
+use directory::IndexDirectory;
 use schema::{Fields, schema};
 pub use search::{Hit, HitKind, MAX_K, SearchQuery};
 pub use writer::{Added, ArchiveWriter, PageDoc};
@@ -126,7 +128,7 @@ impl ArchiveIndex {
     /// An index with another schema is [`Error::Schema`].
     pub fn open_or_create(dir: &Path) -> Result<Self, Error> {
         std::fs::create_dir_all(dir)?;
-        let directory = MmapDirectory::open(dir).map_err(TantivyError::from)?;
+        let directory = IndexDirectory::open(dir)?;
         let (current, mut fields) = schema(true);
         let index = match new_index(current).open_or_create(directory.clone()) {
             Err(TantivyError::SchemaError(msg)) => {

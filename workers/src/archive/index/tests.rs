@@ -1,10 +1,12 @@
 //! Tests of the archive index: versions, filters, collapse, snippets and the writer's lock,
 //! each through the public handle and writer on a fresh directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use tantivy::Directory as _;
+use tantivy::directory::error::OpenReadError;
 use tantivy::schema::{Schema, TEXT};
 
 use super::*;
@@ -1077,4 +1079,52 @@ fn new_indexes_store_with_zstd_and_an_lz4_index_keeps_lz4() {
     Index::create_in_dir(&old.0, super::schema::schema(true).0).unwrap();
     round_trip(&old);
     assert!(matches!(compression(&old), tantivy::store::Compressor::Lz4));
+}
+
+#[test]
+fn stores_are_read_by_position_and_other_files_mapped() {
+    let dir = TempDir::new("directory");
+    std::fs::create_dir_all(&dir.0).expect("mkdir");
+    let content: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+    for name in ["a.store", "a.idx"] {
+        std::fs::write(dir.0.as_path().join(name), &content).expect("write");
+    }
+    std::fs::write(dir.0.as_path().join("empty.store"), b"").expect("write");
+    let directory = directory::IndexDirectory::open(dir.0.as_path()).expect("open");
+
+    let store = directory
+        .get_file_handle(Path::new("a.store"))
+        .expect("store");
+    assert!(format!("{store:?}").starts_with("ReadFile"), "{store:?}");
+    assert_eq!(store.len(), 10_000);
+    assert_eq!(
+        store.read_bytes(300..310).expect("read").as_slice(),
+        &content[300..310]
+    );
+    assert_eq!(
+        directory
+            .open_read(Path::new("a.store"))
+            .expect("slice")
+            .read_bytes()
+            .expect("read")
+            .as_slice(),
+        &content[..]
+    );
+    assert!(store.read_bytes(9_990..10_001).is_err());
+    assert!(store.read_bytes(5..5).expect("empty").is_empty());
+    let empty = directory
+        .get_file_handle(Path::new("empty.store"))
+        .expect("empty store");
+    assert_eq!(empty.len(), 0);
+
+    let other = directory.get_file_handle(Path::new("a.idx")).expect("idx");
+    assert!(!format!("{other:?}").starts_with("ReadFile"), "{other:?}");
+    assert_eq!(
+        other.read_bytes(0..10).expect("read").as_slice(),
+        &content[..10]
+    );
+    assert!(matches!(
+        directory.get_file_handle(Path::new("missing.store")),
+        Err(OpenReadError::FileDoesNotExist(_))
+    ));
 }
