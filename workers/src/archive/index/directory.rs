@@ -1,14 +1,15 @@
 //! The index's directory: tantivy's `MmapDirectory`, except that document stores (`.store`
-//! files: the stored fields, most of the index's bytes) are read with positioned reads into
-//! buffers instead of through a memory mapping.
+//! files: the stored fields, about 60 % of the index's bytes) and positions (`.pos`, about
+//! 30 %) are read with positioned reads into buffers instead of through a memory mapping.
 //!
-//! Why: a merge copies every input segment's whole store. Read through the mapping, those
-//! pages stayed in the process's resident memory until the merge ended and its inputs were
-//! dropped, which made the archive pool's RSS peaks (a merge of a tenth of the crawl bench's
-//! index mapped about 120 MB at once). Read into a buffer, each input's store is freed once it
-//! is copied. Searches read one compressed block at a time (tantivy caches decompressed
-//! blocks), a `pread` each. Every other file (term dictionaries, postings, fast fields) is still
-//! mapped: they are read in many small pieces, and a read each would cost more than it saves.
+//! Why: a merge copies every input segment's whole store and every term's positions. Read
+//! through the mapping, those pages stayed in the process's resident memory until the merge
+//! ended and its inputs were dropped, which made the archive pool's RSS peaks (a merge of a
+//! tenth of the crawl bench's index mapped about 120 MB at once). Read into buffers, each
+//! piece is freed once it is copied. Searches read one compressed store block at a time
+//! (tantivy caches decompressed blocks), a `pread` each, and a term's positions only for
+//! phrase queries. Every other file (term dictionaries, postings, fast fields, field norms) is
+//! still mapped: searches read them in many small pieces, where the mapping costs nothing.
 //!
 //! Not here: what the index holds (`schema`, `writer`).
 
@@ -26,7 +27,7 @@ use tantivy::directory::{
     WatchHandle, WritePtr,
 };
 
-/// `MmapDirectory` with document stores read into buffers.
+/// `MmapDirectory` with document stores and positions read into buffers.
 #[derive(Debug, Clone)]
 pub(super) struct IndexDirectory {
     root: PathBuf,
@@ -43,15 +44,15 @@ impl IndexDirectory {
     }
 }
 
-/// Whether `path` is a segment's document store.
-fn is_store(path: &Path) -> bool {
+/// Whether `path` is read into buffers: a segment's document store or positions.
+fn is_read(path: &Path) -> bool {
     path.extension()
-        .is_some_and(|extension| extension == "store")
+        .is_some_and(|extension| extension == "store" || extension == "pos")
 }
 
 impl Directory for IndexDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        if !is_store(path) {
+        if !is_read(path) {
             return self.mmap.get_file_handle(path);
         }
         let opened = File::open(self.root.join(path)).and_then(|file| {
@@ -119,7 +120,7 @@ impl FileHandle for ReadFile {
         if range.start > range.end || range.end > self.len {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("bytes {range:?} of a {}-byte store", self.len),
+                format!("bytes {range:?} of a {}-byte file", self.len),
             ));
         }
         if range.is_empty() {

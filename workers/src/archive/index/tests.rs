@@ -1082,11 +1082,11 @@ fn new_indexes_store_with_zstd_and_an_lz4_index_keeps_lz4() {
 }
 
 #[test]
-fn stores_are_read_by_position_and_other_files_mapped() {
+fn stores_and_positions_are_read_by_position_and_other_files_mapped() {
     let dir = TempDir::new("directory");
     std::fs::create_dir_all(&dir.0).expect("mkdir");
     let content: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
-    for name in ["a.store", "a.idx"] {
+    for name in ["a.store", "a.pos", "a.idx"] {
         std::fs::write(dir.0.as_path().join(name), &content).expect("write");
     }
     std::fs::write(dir.0.as_path().join("empty.store"), b"").expect("write");
@@ -1117,6 +1117,11 @@ fn stores_are_read_by_position_and_other_files_mapped() {
         .expect("empty store");
     assert_eq!(empty.len(), 0);
 
+    let positions = directory.get_file_handle(Path::new("a.pos")).expect("pos");
+    assert!(
+        format!("{positions:?}").starts_with("ReadFile"),
+        "{positions:?}"
+    );
     let other = directory.get_file_handle(Path::new("a.idx")).expect("idx");
     assert!(!format!("{other:?}").starts_with("ReadFile"), "{other:?}");
     assert_eq!(
