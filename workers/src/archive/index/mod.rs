@@ -11,7 +11,8 @@
 //! method.
 //!
 //! This module holds the handle, [`ArchiveIndex`], and the index's [`Error`]. Around it:
-//! - `directory`: tantivy's memory-mapped directory, with document stores read into buffers.
+//! - `directory`: tantivy's memory-mapped directory, with document stores and positions read
+//!   into buffers.
 //! - `schema`: the fields of a chunk document and how each is indexed.
 //! - `search`: [`SearchQuery`] in, ranked [`Hit`]s out (BM25, per-page collapse, snippets).
 //! - `collector`: the top-k collector that applies a search's filters on fast fields.

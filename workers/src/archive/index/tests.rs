@@ -1,5 +1,5 @@
-//! Tests of the archive index: versions, filters, collapse, snippets and the writer's lock,
-//! each through the public handle and writer on a fresh directory.
+//! Tests of the archive index: versions, filters, collapse, snippets, the writer's lock and the
+//! directory's file handles, each on a fresh directory.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1087,11 +1087,13 @@ fn stores_and_positions_are_read_by_position_and_other_files_mapped() {
     std::fs::create_dir_all(&dir.0).expect("mkdir");
     let content: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
     for name in ["a.store", "a.pos", "a.idx"] {
-        std::fs::write(dir.0.as_path().join(name), &content).expect("write");
+        std::fs::write(dir.0.join(name), &content).expect("write");
     }
-    std::fs::write(dir.0.as_path().join("empty.store"), b"").expect("write");
-    let directory = directory::IndexDirectory::open(dir.0.as_path()).expect("open");
+    std::fs::write(dir.0.join("empty.store"), b"").expect("write");
+    let directory = directory::IndexDirectory::open(&dir.0).expect("open");
 
+    // Both handles read the same bytes; only their type (seen through Debug) tells a buffered
+    // read from a mapping.
     let store = directory
         .get_file_handle(Path::new("a.store"))
         .expect("store");
