@@ -312,9 +312,8 @@ fn markdown_plain(text: &str) -> String {
             .strip_prefix("- ")
             .or_else(|| trimmed.strip_prefix("+ "))
             .unwrap_or(trimmed);
-        let mut chars = line.char_indices().peekable();
         let mut skip_to = 0;
-        while let Some((at, c)) = chars.next() {
+        for (at, c) in line.char_indices() {
             if at < skip_to {
                 continue;
             }
@@ -1159,15 +1158,10 @@ mod tests {
             .to_owned();
         let lost = Some("> A quoted line.".to_owned());
         assert_eq!(markdown_or_plain(lost, plain.clone()), plain);
-        let kept = Some(
-            "> A quoted line.\n\nThe reply beside the quote, which the \
-                         [converter](https://x.example/c) lost, is most of the answer."
-                .to_owned(),
-        );
-        assert_eq!(
-            markdown_or_plain(kept.clone(), plain.clone()),
-            kept.unwrap()
-        );
+        let kept = "> A quoted line.\n\nThe reply beside the quote, which the \
+                    [converter](https://x.example/c) lost, is most of the answer."
+            .to_owned();
+        assert_eq!(markdown_or_plain(Some(kept.clone()), plain.clone()), kept);
         assert_eq!(markdown_or_plain(None, plain.clone()), plain);
     }
 
