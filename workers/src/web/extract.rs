@@ -277,11 +277,11 @@ const SKIP_LINK_STARTS: &[&str] = &[
 const SKIP_LINK_LINES: usize = 8;
 
 /// Whether one of the first lines of `text` is a skip link: a short line (up to 80
-/// characters; [`Doubt::of`] is given markdown as [`markdown_plain`] reads it) starting like one
-/// once leading list and link marks are set aside. Measured on the WCXB dev split: 11 pages, all of them category
-/// or listing pages whose article Readability took from the page's outermost container (a
-/// menu of links first, the products after); rs-trafilatura read 10 of them better and none
-/// worse (collection F1 +0.027).
+/// characters; [`Doubt::of`] is given markdown as [`markdown_plain`] reads it) starting like
+/// one once leading list and link marks are set aside. Measured on the WCXB dev split: 11
+/// pages, all of them category or listing pages whose article Readability took from the page's
+/// outermost container (a menu of links first, the products after); rs-trafilatura read 10 of
+/// them better and none worse (collection F1 +0.027).
 fn opens_with_skip_link(text: &str) -> bool {
     text.lines()
         .map(|line| {
