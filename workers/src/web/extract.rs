@@ -150,7 +150,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
             // Markdown is judged on what a reader sees of it, so that text and markdown output
             // take the same extractor.
             let plain = match format {
-                Format::Markdown => markdown_plain(&text).into(),
+                Format::Markdown => prune::markdown_plain(&text).into(),
                 Format::Text | Format::Html => std::borrow::Cow::Borrowed(text.as_str()),
             };
             let doubt = Doubt::of(&plain, body_chars, signals.declares_article());
@@ -277,7 +277,7 @@ const SKIP_LINK_STARTS: &[&str] = &[
 const SKIP_LINK_LINES: usize = 8;
 
 /// Whether one of the first lines of `text` is a skip link: a short line (up to 80
-/// characters; [`Doubt::of`] is given markdown as [`markdown_plain`] reads it) starting like
+/// characters; [`Doubt::of`] is given markdown as [`prune::markdown_plain`] reads it) starting like
 /// one once leading list and link marks are set aside. Measured on the WCXB dev split: 11
 /// pages, all of them category or listing pages whose article Readability took from the page's
 /// outermost container (a menu of links first, the products after); rs-trafilatura read 10 of
@@ -295,61 +295,6 @@ fn opens_with_skip_link(text: &str) -> bool {
                 SKIP_LINK_STARTS.iter().any(|start| line.starts_with(start))
             }
         })
-}
-
-/// What a reader sees of markdown `text`, near enough to count it like the plain text of the
-/// same answer: images (`![alt](target)`) and link targets (`[label](target)`) left out, and
-/// emphasis, heading, quote, table and code marks (`* # > | [ ] \``), list item marks and
-/// table rule lines with them.
-fn markdown_plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if !trimmed.is_empty() && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
-            continue;
-        }
-        let line = trimmed
-            .strip_prefix("- ")
-            .or_else(|| trimmed.strip_prefix("+ "))
-            .unwrap_or(trimmed);
-        let mut skip_to = 0;
-        for (at, c) in line.char_indices() {
-            if at < skip_to {
-                continue;
-            }
-            match c {
-                '!' if line[at..].starts_with("![") => {
-                    // An image: its alt text and target are not read.
-                    skip_to = closing(line, at + 1, '[', ']');
-                    if line[skip_to..].starts_with('(') {
-                        skip_to = closing(line, skip_to, '(', ')');
-                    }
-                }
-                ']' if line[at..].starts_with("](") => skip_to = closing(line, at + 1, '(', ')'),
-                '*' | '#' | '>' | '|' | '`' | '[' | ']' => {}
-                _ => out.push(c),
-            }
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// The index just past the bracket that closes the `open` at `line[at]` (brackets may nest),
-/// or the line's end when it is left open.
-fn closing(line: &str, at: usize, open: char, close: char) -> usize {
-    let mut depth = 0usize;
-    for (index, c) in line[at..].char_indices() {
-        if c == open {
-            depth += 1;
-        } else if c == close {
-            depth -= 1;
-            if depth == 0 {
-                return at + index + c.len_utf8();
-            }
-        }
-    }
-    line.len()
 }
 
 /// Why Readability's answer is checked against rs-trafilatura's (with its own classifier).
@@ -664,7 +609,7 @@ const MARKDOWN_MIN_SHARE: f64 = 0.5;
 fn markdown_or_plain(markdown: Option<String>, plain: String) -> String {
     match markdown {
         Some(markdown)
-            if prune::visible_len(&markdown_plain(&markdown)) as f64
+            if prune::visible_len(&prune::markdown_plain(&markdown)) as f64
                 >= MARKDOWN_MIN_SHARE * prune::visible_len(&plain) as f64 =>
         {
             markdown
@@ -1116,20 +1061,6 @@ mod tests {
             "A line of the article.\n".repeat(8)
         );
         assert!(!opens_with_skip_link(&far));
-    }
-
-    #[test]
-    fn markdown_is_read_as_its_reader_sees_it() {
-        let markdown = "# Boots\n\n![A boot](https://img.example/boot-1200x800.jpg) \
-                        **Waterproof** [leather](https://shop.example/materials/leather_(full)) \
-                        and `mesh`.\n\n- one\n+ two\n\n| a | b |\n|---|:-:|\n| c | d |\n\
-                        > quoted [open](https://x.example/a";
-        assert_eq!(
-            markdown_plain(markdown),
-            " Boots\n\n Waterproof leather and mesh.\n\none\ntwo\n\n a  b \n c  d \n quoted open\n"
-        );
-        // Plain text without markdown's marks reads the same.
-        assert_eq!(markdown_plain("Boots, 2 pairs.\n"), "Boots, 2 pairs.\n");
     }
 
     #[test]

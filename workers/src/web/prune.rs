@@ -1,7 +1,8 @@
 //! DOM pruning before Readability and line-level cleaning after it.
 //!
 //! Pipeline: `Document::from(html)` -> [`prune`] -> `dom_smoothie::Readability::with_document`
-//! -> `parse()` -> [`clean_text`] on `article.text_content`.
+//! -> `parse()` -> [`clean_text`] on `article.text_content`. `markdown_plain` reads markdown
+//! output line by line the same way, so that its length compares with plain text's.
 //!
 //! Every rule here is deliberately conservative. Readability already removes most page chrome;
 //! what it lets through are small blocks *inside* the article container (image captions and
@@ -430,11 +431,52 @@ fn is_boilerplate(line: &str) -> bool {
     STOP_LINES.contains(&plain.as_str()) || is_gallery_counter(&plain) || is_timestamp(&plain)
 }
 
+/// What a reader sees of `markdown`, for counting it like the plain text of the same answer
+/// (`TextMode::Formatted` has no images and no table rules): each line read as
+/// [`plain_line`] reads it, images (alt text and all), table rule lines and cell bars left out
+/// too.
+pub(crate) fn markdown_plain(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    for line in markdown.lines() {
+        let trimmed = line.trim();
+        if !trimmed.is_empty() && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
+            continue;
+        }
+        out.push_str(&read_line(line, Images::Dropped));
+        out.push('\n');
+    }
+    out
+}
+
+/// What [`read_line`] makes of a markdown image.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Images {
+    /// Its alt text is kept (a boilerplate line may be an image's caption).
+    Alt,
+    /// Left out, and table cell bars with it: text as `TextMode::Formatted` renders it.
+    Dropped,
+}
+
 /// Reduces a line to comparable plain text: strips Markdown block markers (headings, quotes,
 /// list bullets), emphasis/code markers, link/image syntax (`[text](url)` -> `text`), then
 /// trailing punctuation such as "..." or ":", and lower-cases it. This lets one rule set serve
 /// both `TextMode::Formatted` and `TextMode::Markdown` output.
 fn plain_line(line: &str) -> String {
+    let out = read_line(line, Images::Alt);
+    let t = out
+        .trim()
+        .trim_end_matches(['.', ':', '!', '…', '|', '»', '›'])
+        .trim_end();
+    if t.len() == out.len() {
+        out
+    } else {
+        t.to_string()
+    }
+}
+
+/// A line without its markdown: [`plain_line`] before its trailing punctuation is cut, with
+/// `images` read as said.
+fn read_line(line: &str, images: Images) -> String {
     let mut s = line.trim();
     loop {
         let before = s;
@@ -452,36 +494,36 @@ fn plain_line(line: &str) -> String {
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
-            ']' if chars.peek() == Some(&'(') => {
-                // skip "(url)"
-                let mut depth = 0usize;
-                for d in chars.by_ref() {
-                    match d {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth = depth.saturating_sub(1);
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
+            ']' if chars.peek() == Some(&'(') => skip_bracketed(&mut chars, '(', ')'),
+            '!' if images == Images::Dropped && chars.peek() == Some(&'[') => {
+                skip_bracketed(&mut chars, '[', ']');
+                if chars.peek() == Some(&'(') {
+                    skip_bracketed(&mut chars, '(', ')');
                 }
             }
+            '|' if images == Images::Dropped => {}
             // emphasis/code/escape markers, link brackets, the "!" of an image
             c if matches!(c, '*' | '_' | '`' | '[' | ']' | '\\')
                 || (c == '!' && chars.peek() == Some(&'[')) => {}
             _ => out.extend(c.to_lowercase()),
         }
     }
-    let t = out
-        .trim()
-        .trim_end_matches(['.', ':', '!', '…', '|', '»', '›'])
-        .trim_end();
-    if t.len() == out.len() {
-        out
-    } else {
-        t.to_string()
+    out
+}
+
+/// Consumes `chars` up to and including the `close` that ends the `open` they start with
+/// (nested pairs included), or to their end.
+fn skip_bracketed(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, open: char, close: char) {
+    let mut depth = 0usize;
+    for d in chars.by_ref() {
+        if d == open {
+            depth += 1;
+        } else if d == close {
+            depth = depth.saturating_sub(1);
+            if depth == 0 {
+                break;
+            }
+        }
     }
 }
 
@@ -614,6 +656,21 @@ mod tests {
         let input = "Title\n\nAdvertisement\n\nFirst paragraph.\n\nImage 1 of 8\n\
                      Updated 5:27 am CST, Wednesday, November 20, 2019\n\nComments\n\nLast.";
         assert_eq!(clean_text(input), "Title\n\nFirst paragraph.\n\nLast.");
+    }
+
+    #[test]
+    fn markdown_is_read_as_its_reader_sees_it() {
+        let markdown = "# Boots\n\n![A boot](https://img.example/boot-1200x800.jpg) \
+                        **Waterproof** [leather](https://shop.example/materials/leather_(full)) \
+                        and `mesh`.\n\n- one\n+ two\n\n| a | b |\n|---|:-:|\n| c | d |\n\
+                        > quoted [open](https://x.example/a";
+        assert_eq!(
+            markdown_plain(markdown),
+            "boots\n\n waterproof leather and mesh.\n\none\ntwo\n\n a  b \n c  d \nquoted open\n"
+        );
+        // Plain text without markdown's marks keeps every visible character.
+        let plain = "Boots, 2 pairs.\n";
+        assert_eq!(visible_len(&markdown_plain(plain)), visible_len(plain));
     }
 
     #[test]
