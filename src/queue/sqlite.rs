@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use apalis_core::backend::WireFormatBackend as _;
 use apalis_core::backend::codec::Codec as _;
 use apalis_sqlite::{SqliteConnectOptions, SqlitePool, SqliteStorage};
-use sqlx::sqlite::SqlitePoolOptions;
+use sqlx::sqlite::{SqlitePoolOptions, SqliteSynchronous};
 
 use super::{Envelope, Error, Lane, Settings, browse_queue_name, fetch_queue_name};
 
@@ -56,6 +56,11 @@ impl SqliteQueue {
     ) -> Result<SqliteQueue, Error> {
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))?
             .create_if_missing(true)
+            // Every push, fetch and acknowledgement is on disk when it returns (the WAL synced
+            // at each commit). NORMAL (sync at checkpoints only, as the store does) measured
+            // the same on the crawl bench (4.30/4.49 against 4.60/4.44 ms CPU a page), so the
+            // queue keeps the stronger promise.
+            .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(30));
         // Two processes opening a new queue file at once would both run apalis' migrations
         // (and its switch to WAL).
@@ -64,6 +69,19 @@ impl SqliteQueue {
             .map_err(|error| {
                 Error::Backend(format!("locking the queue for its migrations: {error}"))
             })?;
+        // apalis' setup sets pragmas on the connection it runs on, and they last as long as
+        // that connection: `synchronous = OFF` (the WAL never synced, not even at checkpoints:
+        // a power cut could corrupt the file) and a 64,000-page cache. It gets a connection of
+        // its own, closed after it, so that every connection that works on the queue has the
+        // options above.
+        let setup = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        SqliteStorage::<()>::setup(&setup)
+            .await
+            .map_err(|error| Error::Backend(error.to_string()))?;
+        setup.close().await;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.clone())
@@ -76,9 +94,6 @@ impl SqliteQueue {
                 .connect_lazy_with(options.clone())
         };
         let (fetch_pool, browse_pool) = (worker_pool(), worker_pool());
-        SqliteStorage::<()>::setup(&pool)
-            .await
-            .map_err(|error| Error::Backend(error.to_string()))?;
         // apalis' index on `Jobs.lock_by` makes SQLite answer each acknowledgement (an UPDATE
         // joining the task ids of a JSON array) by walking every row the worker holds (in flight,
         // and acknowledged rows until the next prune) and reading the whole JSON array again for
@@ -239,5 +254,35 @@ impl SqliteQueue {
         self.fetch_pool.close().await;
         self.browse_pool.close().await;
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every connection the queue works through syncs the WAL at each commit (FULL, 2), none
+    /// never (OFF, 0, which apalis' setup leaves on the connection it runs on).
+    #[tokio::test]
+    async fn every_connection_syncs_at_each_commit() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let settings = crate::deps::RunnerConfig::default().queue_settings();
+        let queue = SqliteQueue::open(&dir.path().join("queue.sqlite"), "sync", settings)
+            .await
+            .expect("queue opens");
+        for pool in [&queue.pool, &queue.fetch_pool, &queue.browse_pool] {
+            // All of the pool's connections at once, the one it opened first among them.
+            let mut connections = Vec::new();
+            for _ in 0..pool.options().get_max_connections() {
+                connections.push(pool.acquire().await.expect("a connection"));
+            }
+            for connection in &mut connections {
+                let (synchronous,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+                    .fetch_one(&mut **connection)
+                    .await
+                    .expect("pragma reads");
+                assert_eq!(synchronous, 2, "synchronous = FULL on every connection");
+            }
+        }
     }
 }
