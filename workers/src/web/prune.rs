@@ -442,7 +442,7 @@ pub(crate) fn markdown_plain(markdown: &str) -> String {
         if !trimmed.is_empty() && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
             continue;
         }
-        out.push_str(&read_line(line, Images::Dropped));
+        read_line(line, Images::Dropped, &mut out);
         out.push('\n');
     }
     out
@@ -462,7 +462,9 @@ enum Images {
 /// trailing punctuation such as "..." or ":", and lower-cases it. This lets one rule set serve
 /// both `TextMode::Formatted` and `TextMode::Markdown` output.
 fn plain_line(line: &str) -> String {
-    let out = read_line(line, Images::Alt).to_lowercase();
+    let mut read = String::with_capacity(line.len());
+    read_line(line, Images::Alt, &mut read);
+    let out = read.to_lowercase();
     let t = out
         .trim()
         .trim_end_matches(['.', ':', '!', '…', '|', '»', '›'])
@@ -474,12 +476,13 @@ fn plain_line(line: &str) -> String {
     }
 }
 
-/// A line without its markdown, in its own case: [`plain_line`] before it lower-cases and
-/// cuts trailing punctuation, with `images` read as said. The text between markup characters
-/// is copied a run at a time (markup characters are ASCII, so byte offsets are character
-/// boundaries): [`markdown_plain`] reads every line of every markdown answer, and a
-/// character-by-character copy that lower-cased was 9 % of a crawl's CPU.
-fn read_line(line: &str, images: Images) -> String {
+/// Appends `line` without its markdown, in its own case, to `out`: [`plain_line`] before it
+/// lower-cases and cuts trailing punctuation, with `images` read as said. The text between
+/// markup characters is copied a run at a time (markup characters are ASCII, so byte offsets
+/// are character boundaries), into the caller's buffer: [`markdown_plain`] reads every line of
+/// every markdown answer, and a character-by-character copy that lower-cased was 9 % of a
+/// crawl's CPU.
+fn read_line(line: &str, images: Images, out: &mut String) {
     let mut s = line.trim();
     loop {
         let before = s;
@@ -493,7 +496,6 @@ fn read_line(line: &str, images: Images) -> String {
             break;
         }
     }
-    let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest
         .bytes()
@@ -524,7 +526,6 @@ fn read_line(line: &str, images: Images) -> String {
         };
     }
     out.push_str(rest);
-    out
 }
 
 /// What follows the `close` that ends the `open` which `s` starts with (nested pairs
