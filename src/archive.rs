@@ -291,9 +291,7 @@ impl Archiver {
         request_headers: Vec<(String, String)>,
     ) -> Result<Archiver, Error> {
         let index = ArchiveIndex::open_or_create(&index_dir(data_dir))?;
-        if config.warc {
-            store.hold_raw_to_archive();
-        }
+        store.hold_for_archive(config.warc || (config.page_text && index.indexes_page_text()));
         let writer =
             index.writer_with_threads(config.writer_threads, config.writer_heap_mb << 20)?;
         let warc = if config.warc {
@@ -489,7 +487,7 @@ impl Archiver {
     /// its page documents, its raw body; for its WARC records, the earlier record of the same
     /// body, if any.
     async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
-        let text = self.store.text(&page.content_hash).await?;
+        let text = self.store.text_to_archive(&page.content_hash).await?;
         let warc_due = self.config.warc && page.warc_record_id.is_none();
         // An index made before page documents has nowhere to put them: no raw body read for
         // them.

@@ -1,6 +1,7 @@
 //! Blobs as every store engine keeps them: zstd-compressed (or plain when that is not smaller),
 //! content-addressed by the sha256 of the uncompressed bytes; the bounded in-memory cache of
-//! page texts read from them, and the raw bodies handed to this process's archive pool.
+//! page texts read from them, and the raw bodies and texts handed to this process's archive
+//! pool.
 //!
 //! Not here: where the bytes are stored (a table in each engine).
 
@@ -17,8 +18,8 @@ const MAX_BLOB_BYTES: usize = 256 << 20;
 /// Bytes of decompressed page text kept by [`Texts`].
 const TEXT_CACHE_BYTES: usize = 32 << 20;
 
-/// Bytes of raw bodies kept for the archive pool by [`Raws`].
-const RAW_CACHE_BYTES: usize = 32 << 20;
+/// Bytes kept for the archive pool by each [`Held`] (raw bodies, texts).
+const HELD_BYTES: usize = 32 << 20;
 
 /// A blob ready to insert.
 #[derive(Debug)]
@@ -125,8 +126,8 @@ impl<V> Bounded<V> {
     }
 }
 
-/// Recently read or written page texts by content hash. Blobs never change, so entries never
-/// go stale; bounded in bytes.
+/// Recently read page texts by content hash. Blobs never change, so entries never go stale;
+/// bounded in bytes.
 #[derive(Debug)]
 pub(super) struct Texts {
     cache: Mutex<Bounded<Arc<str>>>,
@@ -152,61 +153,116 @@ impl Texts {
         content_hash: &str,
         bytes: Option<Vec<u8>>,
     ) -> Result<Arc<str>, Error> {
+        let text: Arc<str> = Arc::from(Texts::decode(content_hash, bytes)?);
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.put(content_hash, text.len(), || text.clone());
+        }
+        Ok(text)
+    }
+
+    /// Reads a text blob's bytes (`None`: the blob is missing), keeping nothing.
+    pub(super) fn decode(content_hash: &str, bytes: Option<Vec<u8>>) -> Result<String, Error> {
         let bytes = bytes.ok_or_else(|| Error::Corrupt {
             what: "page",
             detail: format!("text blob {content_hash} missing"),
         })?;
-        let text = String::from_utf8(bytes).map_err(|error| Error::Corrupt {
+        String::from_utf8(bytes).map_err(|error| Error::Corrupt {
             what: "page text",
             detail: error.to_string(),
-        })?;
-        self.remember(content_hash, &text);
-        Ok(Arc::from(text))
-    }
-
-    /// Keeps a text in memory, evicting the least recently used ones past the byte bound.
-    pub(super) fn remember(&self, content_hash: &str, text: &str) {
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.put(content_hash, text.len(), || Arc::from(text));
-        }
+        })
     }
 }
 
-/// Raw bodies of pages just stored for the archive pool of this process, by sha256: the pool
-/// writes their WARC records from these bytes instead of reading and decompressing the blob
-/// it was just given. Each is taken once; bounded in bytes (a pool that falls behind reads
-/// the store as before). Holds nothing until [`Raws::hold`] says a pool runs here.
-#[derive(Debug)]
-pub(super) struct Raws {
+/// Blobs of pages just stored, held for the archive pool of this process by sha256 (their
+/// raw bodies, their texts): the pool archives a page from these instead of reading back and
+/// decompressing the blobs it was just given. Each is taken once; bounded in bytes (a pool
+/// that falls behind reads the store as before). Holds nothing until [`Held::hold`] says a
+/// pool runs here, so a process without one keeps nothing.
+pub(super) struct Held<V> {
     held: std::sync::atomic::AtomicBool,
-    cache: Mutex<Bounded<Vec<u8>>>,
+    cache: Mutex<Bounded<V>>,
 }
 
-impl Raws {
-    /// An empty cache that holds nothing yet.
-    pub(super) fn new() -> Raws {
-        Raws {
+impl<V> Held<V> {
+    /// An empty store of blobs that holds nothing yet.
+    pub(super) fn new() -> Held<V> {
+        Held {
             held: std::sync::atomic::AtomicBool::new(false),
-            cache: Bounded::new(RAW_CACHE_BYTES),
+            cache: Bounded::new(HELD_BYTES),
         }
     }
 
-    /// From now on, raw bodies of pages to archive are kept for the pool.
+    /// From now on, the blobs of pages to archive are kept for the pool.
     pub(super) fn hold(&self) {
         self.held.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Keeps `raw` for the archive pool, when one runs in this process.
-    pub(super) fn remember(&self, raw_hash: &str, raw: Vec<u8>) {
+    /// Keeps the value `make` builds (`len` bytes) for the archive pool, when one runs in this
+    /// process.
+    pub(super) fn remember(&self, hash: &str, len: usize, make: impl FnOnce() -> V) {
         if self.held.load(std::sync::atomic::Ordering::Relaxed)
             && let Ok(mut cache) = self.cache.lock()
         {
-            cache.put(raw_hash, raw.len(), || raw);
+            cache.put(hash, len, make);
         }
     }
 
-    /// Takes the raw body under `raw_hash`, when it is in memory.
-    pub(super) fn take(&self, raw_hash: &str) -> Option<Vec<u8>> {
-        self.cache.lock().ok()?.take(raw_hash)
+    /// Takes the value under `hash`, when it is in memory.
+    pub(super) fn take(&self, hash: &str) -> Option<V> {
+        self.cache.lock().ok()?.take(hash)
+    }
+}
+
+impl<V> std::fmt::Debug for Held<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (entries, bytes) = self
+            .cache
+            .lock()
+            .map(|cache| (cache.lru.len(), cache.bytes))
+            .unwrap_or_default();
+        f.debug_struct("Held")
+            .field("held", &self.held)
+            .field("entries", &entries)
+            .field("bytes", &bytes)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_blobs_are_kept_only_for_a_pool_and_taken_once() {
+        let held: Held<String> = Held::new();
+        held.remember("a", 3, || "one".to_owned());
+        assert_eq!(held.take("a"), None, "nothing is kept before a pool holds");
+
+        held.hold();
+        held.remember("a", 3, || "one".to_owned());
+        held.remember("b", 3, || "two".to_owned());
+        assert_eq!(held.take("a").as_deref(), Some("one"));
+        assert_eq!(held.take("a"), None, "each is handed out once");
+        assert_eq!(held.take("b").as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn held_blobs_stay_within_their_bound() {
+        let held: Held<Vec<u8>> = Held::new();
+        held.hold();
+        let piece = HELD_BYTES / 16;
+        for index in 0..20 {
+            held.remember(&index.to_string(), piece, || vec![0; 1]);
+        }
+        let bytes = held.cache.lock().unwrap().bytes;
+        assert!(bytes <= HELD_BYTES, "{bytes} bytes held");
+        assert_eq!(held.take("0"), None, "the oldest were dropped");
+        assert!(held.take("19").is_some(), "the newest are kept");
+        held.remember("big", HELD_BYTES / 16 + 1, || vec![0; 1]);
+        assert_eq!(
+            held.take("big"),
+            None,
+            "an entry over a sixteenth is not kept"
+        );
     }
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use trawl_workers::job::{ErrorCode, JobError};
 
-use blob::{Raws, Texts};
+use blob::{Held, Texts};
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 pub use idempotency::IdempotencyClaim;
 pub use overview::PageFiles;
@@ -59,10 +59,12 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Store {
     engine: Engine,
     writer: Writer,
-    /// Recently read or written page texts by content hash.
+    /// Recently read page texts by content hash.
     texts: Arc<Texts>,
-    /// Raw bodies of pages just stored for this process's archive pool.
-    raws: Arc<Raws>,
+    /// Texts of pages just stored, held for this process's archive pool.
+    archive_texts: Arc<Held<String>>,
+    /// Raw bodies of pages just stored, held for this process's archive pool.
+    raws: Arc<Held<Vec<u8>>>,
 }
 
 /// The engine behind a [`Store`].
@@ -111,7 +113,8 @@ impl Store {
             engine,
             writer,
             texts: Arc::new(Texts::new()),
-            raws: Arc::new(Raws::new()),
+            archive_texts: Arc::new(Held::new()),
+            raws: Arc::new(Held::new()),
         }
     }
 
@@ -206,7 +209,7 @@ impl Store {
         result_for: impl FnOnce(&str) -> String,
     ) -> Result<(String, Option<Status>), Error> {
         self.writer
-            .finish_with_page((&self.texts, &self.raws), job_id, page, result_for)
+            .finish_with_page((&self.archive_texts, &self.raws), job_id, page, result_for)
             .await
     }
 
@@ -233,10 +236,28 @@ impl Store {
         Ok(self.shared_text(content_hash).await?.to_string())
     }
 
-    /// Keeps the raw bodies of pages stored from now on for archiving (bounded in memory),
-    /// for [`Store::raw_to_archive`]: the archive pool of this process calls it as it opens.
-    pub fn hold_raw_to_archive(&self) {
-        self.raws.hold();
+    /// Keeps the texts, and with `raw` the raw bodies, of pages to archive stored from now on
+    /// (bounded in memory), for [`Store::text_to_archive`] and [`Store::raw_to_archive`]: the
+    /// archive pool of this process calls it as it opens. A process without a pool keeps
+    /// neither.
+    pub fn hold_for_archive(&self, raw: bool) {
+        self.archive_texts.hold();
+        if raw {
+            self.raws.hold();
+        }
+    }
+
+    /// A text to archive: the text just stored by this process when it is still held (each is
+    /// handed out once), else as [`Store::text`] reads it, without keeping it in memory (a
+    /// backlog is read once).
+    pub async fn text_to_archive(&self, content_hash: &str) -> Result<String, Error> {
+        if let Some(text) = self.archive_texts.take(content_hash) {
+            return Ok(text);
+        }
+        if let Some(text) = self.texts.get(content_hash) {
+            return Ok(text.to_string());
+        }
+        Texts::decode(content_hash, self.blob(content_hash).await?)
     }
 
     /// A raw body to archive: the bytes just stored by this process when they are still held

@@ -486,6 +486,9 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
 
 async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     let store = db.open().await;
+    // As an archive pool opening in this process does: the texts and raw bodies of pages to
+    // archive stored from now on are held for it.
+    store.hold_for_archive(true);
     let batch = trawl::store::NewBatch {
         id: ulid::Ulid::generate().to_string(),
         webhook: Some("https://hooks.example/".to_owned()),
@@ -550,6 +553,24 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].0.id, ids[2]);
     assert!(rest[0].1 > first[0].1);
+    // Held, then (each is handed out once) read back from the blobs: the same bytes.
+    for _ in 0..2 {
+        assert_eq!(
+            store
+                .text_to_archive(&first[0].0.content_hash)
+                .await
+                .expect("reads"),
+            "# page 0\n\nline two\n"
+        );
+        assert_eq!(
+            store
+                .raw_to_archive(&first[0].0.raw_hash)
+                .await
+                .expect("reads")
+                .as_deref(),
+            Some(&b"<html>same raw body</html>"[..])
+        );
+    }
 
     let warc = trawl::store::WarcRef {
         page_id: ids[0].clone(),
