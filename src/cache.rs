@@ -1,7 +1,6 @@
 //! The page cache: the store's pages within their TTL, fronted by an in-process LRU of page
 //! records, so that repeated reads of a hot page cost no query. Texts come from the store,
-//! whose own cache keeps recently read and written texts by content hash: one copy of each
-//! text in memory.
+//! whose own cache keeps recently read texts by content hash: one copy of each text in memory.
 //!
 //! Not here: deciding the TTL (the job's `cache_ttl` or `fetch.cache_ttl_secs`), or writing
 //! pages (the runner stores them, then offers their records here).

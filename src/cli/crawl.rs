@@ -173,6 +173,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
     let deps = app.deps().clone();
     let store = deps.store.clone();
+    if output.is_some() {
+        // The page files are written from the texts just stored.
+        store.keep_written_texts();
+    }
 
     let started = Instant::now();
     let id = match crate::crawl::start(&deps, &deps.queue, spec).await {

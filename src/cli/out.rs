@@ -136,8 +136,9 @@ impl Output {
     ) -> anyhow::Result<String> {
         let page: PageFile<'_> =
             serde_json::from_str(result).context("reading a stored job result")?;
-        // The whole text, from the store (in memory: it was just written), rather than from
-        // the result, where it may be truncated and would have to be unescaped.
+        // The whole text, from the store (in memory: it was just written, and the store keeps
+        // written texts for `--out`), rather than from the result, where it may be truncated
+        // and would have to be unescaped.
         let text = store.shared_text(&page.content_hash).await?;
         let extension = match (self.format, page.content_type.as_ref()) {
             (_, "application/json") => "json",

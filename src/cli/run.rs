@@ -128,6 +128,10 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     app.start_pools();
     let deps = app.deps().clone();
     let store = deps.store.clone();
+    if output.is_some() {
+        // The page files are written from the texts just stored.
+        store.keep_written_texts();
+    }
 
     let batch_id = ulid::Ulid::generate().to_string();
     let template = FetchJob {

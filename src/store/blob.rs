@@ -126,18 +126,36 @@ impl<V> Bounded<V> {
     }
 }
 
-/// Recently read page texts by content hash. Blobs never change, so entries never go stale;
-/// bounded in bytes.
+/// Recently read page texts by content hash (and written ones, when asked). Blobs never
+/// change, so entries never go stale; bounded in bytes.
 #[derive(Debug)]
 pub(super) struct Texts {
     cache: Mutex<Bounded<Arc<str>>>,
+    /// Texts of stored pages are kept too ([`Texts::keep_written`]).
+    keep_written: std::sync::atomic::AtomicBool,
 }
 
 impl Texts {
-    /// An empty cache.
+    /// An empty cache, kept by reads only.
     pub(super) fn new() -> Texts {
         Texts {
             cache: Bounded::new(TEXT_CACHE_BYTES),
+            keep_written: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// From now on, the texts of pages stored are kept too.
+    pub(super) fn keep_written(&self) {
+        self.keep_written
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Keeps the text of a page just stored, when [`Texts::keep_written`] asked for it.
+    pub(super) fn written(&self, content_hash: &str, text: &str) {
+        if self.keep_written.load(std::sync::atomic::Ordering::Relaxed)
+            && let Ok(mut cache) = self.cache.lock()
+        {
+            cache.put(content_hash, text.len(), || Arc::from(text));
         }
     }
 

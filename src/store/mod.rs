@@ -59,7 +59,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Store {
     engine: Engine,
     writer: Writer,
-    /// Recently read page texts by content hash.
+    /// Recently read page texts by content hash (and written ones, when asked).
     texts: Arc<Texts>,
     /// Texts of pages just stored, held for this process's archive pool.
     archive_texts: Arc<Held<String>>,
@@ -209,7 +209,12 @@ impl Store {
         result_for: impl FnOnce(&str) -> String,
     ) -> Result<(String, Option<Status>), Error> {
         self.writer
-            .finish_with_page((&self.archive_texts, &self.raws), job_id, page, result_for)
+            .finish_with_page(
+                (&self.texts, &self.archive_texts, &self.raws),
+                job_id,
+                page,
+                result_for,
+            )
             .await
     }
 
@@ -234,6 +239,13 @@ impl Store {
     /// Returns the text stored under a content hash.
     pub async fn text(&self, content_hash: &str) -> Result<String, Error> {
         Ok(self.shared_text(content_hash).await?.to_string())
+    }
+
+    /// Keeps the texts of pages stored from now on in the read cache (bounded, the least
+    /// recently used dropped first), for a reader of what was just written: `--out` writes each
+    /// page's file from it instead of reading back and decompressing its blob.
+    pub fn keep_written_texts(&self) {
+        self.texts.keep_written();
     }
 
     /// Keeps the texts, and with `raw` the raw bodies, of pages to archive stored from now on

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::blob::{Blob, Held};
+use super::blob::{Blob, Held, Texts};
 use super::rows::{self, to_json};
 use super::{Error, NewPage, Status};
 
@@ -123,12 +123,12 @@ impl Writer {
     }
 
     /// Compresses a page's blobs and has it committed with others finishing at the same
-    /// time; a page to archive that was stored has its text and raw body held for this
-    /// process's archive pool (when one runs). Returns the content hash and the status this
-    /// call ended the job with.
+    /// time. A stored page's text goes to the read cache when it keeps written texts; a page
+    /// to archive has its text and raw body held for this process's archive pool (when one
+    /// runs). Returns the content hash and the status this call ended the job with.
     pub(super) async fn finish_with_page(
         &self,
-        (texts, raws): (&Held<String>, &Held<Vec<u8>>),
+        (texts, archive_texts, raws): (&Texts, &Held<String>, &Held<Vec<u8>>),
         job_id: &str,
         page: NewPage<'_>,
         result_for: impl FnOnce(&str) -> String,
@@ -177,9 +177,12 @@ impl Writer {
         };
         self.committer.send(pending).await.map_err(|_| gone())?;
         let ended = answer.await.map_err(|_| gone())??;
-        if ended == Some(Status::Succeeded) && page.archive {
-            texts.remember(&content_hash, page.text.len(), || page.text.to_owned());
-            raws.remember(&raw_hash, raw.len(), || raw);
+        if ended == Some(Status::Succeeded) {
+            texts.written(&content_hash, page.text);
+            if page.archive {
+                archive_texts.remember(&content_hash, page.text.len(), || page.text.to_owned());
+                raws.remember(&raw_hash, raw.len(), || raw);
+            }
         }
         Ok((content_hash, ended))
     }
