@@ -291,7 +291,6 @@ impl Archiver {
         request_headers: Vec<(String, String)>,
     ) -> Result<Archiver, Error> {
         let index = ArchiveIndex::open_or_create(&index_dir(data_dir))?;
-        store.hold_for_archive(config.warc || (config.page_text && index.indexes_page_text()));
         let writer =
             index.writer_with_threads(config.writer_threads, config.writer_heap_mb << 20)?;
         let warc = if config.warc {
@@ -304,6 +303,8 @@ impl Archiver {
         } else {
             None
         };
+        // Only a pool that opened has pages held for it (another process may hold the writer).
+        store.hold_for_archive(config.warc || (config.page_text && index.indexes_page_text()));
         Ok(Archiver {
             store,
             index,

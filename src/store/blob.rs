@@ -229,6 +229,11 @@ impl<V> Held<V> {
     pub(super) fn take(&self, hash: &str) -> Option<V> {
         self.cache.lock().ok()?.take(hash)
     }
+
+    /// How many values are held.
+    pub(super) fn len(&self) -> usize {
+        self.cache.lock().map(|cache| cache.lru.len()).unwrap_or(0)
+    }
 }
 
 impl<V> std::fmt::Debug for Held<V> {
@@ -262,6 +267,24 @@ mod tests {
         assert_eq!(held.take("a").as_deref(), Some("one"));
         assert_eq!(held.take("a"), None, "each is handed out once");
         assert_eq!(held.take("b").as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn written_texts_are_kept_only_when_asked() {
+        let texts = Texts::new();
+        texts.written("a", "one");
+        assert!(
+            texts.get("a").is_none(),
+            "reads fill the cache, writes do not"
+        );
+        texts.keep_written();
+        texts.written("a", "one");
+        assert_eq!(texts.get("a").as_deref(), Some("one"));
+        assert_eq!(
+            texts.get("a").as_deref(),
+            Some("one"),
+            "kept, not handed out once"
+        );
     }
 
     #[test]

@@ -231,7 +231,8 @@ impl Store {
             .filter(|crawl| scope.sees(&crawl.tenant)))
     }
 
-    /// Returns a page's whole text (from memory when it was read or written recently).
+    /// Returns a page's whole text (from memory when it was read recently, or written since
+    /// [`Store::keep_written_texts`]).
     pub async fn page_text(&self, page: &PageRecord) -> Result<String, Error> {
         self.text(&page.content_hash).await
     }
@@ -270,6 +271,12 @@ impl Store {
             return Ok(text.to_string());
         }
         Texts::decode(content_hash, self.blob(content_hash).await?)
+    }
+
+    /// How many texts and raw bodies are held for this process's archive pool, not yet taken
+    /// (diagnostics, and the tests' view of what is in memory).
+    pub fn held_for_archive(&self) -> (usize, usize) {
+        (self.archive_texts.len(), self.raws.len())
     }
 
     /// A raw body to archive: the bytes just stored by this process when they are still held

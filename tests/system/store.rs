@@ -486,9 +486,6 @@ async fn crawls_keep_their_seen_set_counters_and_budget(db: TestDb) {
 
 async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     let store = db.open().await;
-    // As an archive pool opening in this process does: the texts and raw bodies of pages to
-    // archive stored from now on are held for it.
-    store.hold_for_archive(true);
     let batch = trawl::store::NewBatch {
         id: ulid::Ulid::generate().to_string(),
         webhook: Some("https://hooks.example/".to_owned()),
@@ -500,6 +497,11 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     store.submit(Some(&batch), &jobs).await.expect("submits");
     let mut hashes = Vec::new();
     for (n, id) in ids.iter().take(3).enumerate() {
+        if n == 1 {
+            // As an archive pool opening in this process does: the texts and raw bodies of
+            // pages to archive stored from now on are held for it (page 0's are not).
+            store.hold_for_archive(true);
+        }
         assert_eq!(
             store.begin_attempt(id).await.expect("starts"),
             trawl::store::Attempt::Run { number: 1, max: 3 }
@@ -553,24 +555,32 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].0.id, ids[2]);
     assert!(rest[0].1 > first[0].1);
-    // Held, then (each is handed out once) read back from the blobs: the same bytes.
-    for _ in 0..2 {
-        assert_eq!(
-            store
-                .text_to_archive(&first[0].0.content_hash)
-                .await
-                .expect("reads"),
-            "# page 0\n\nline two\n"
-        );
-        assert_eq!(
-            store
-                .raw_to_archive(&first[0].0.raw_hash)
-                .await
-                .expect("reads")
-                .as_deref(),
-            Some(&b"<html>same raw body</html>"[..])
-        );
+    // Page 2's text and raw body are held (page 1 is not to be archived, page 0 was stored
+    // before the hold); handed out once, then read back from the blobs: the same bytes.
+    assert_eq!(store.held_for_archive(), (1, 1));
+    for (page, text) in [
+        (&first[0].0, "# page 0\n\nline two\n"),
+        (&rest[0].0, "# page 2\n\nline two\n"),
+    ] {
+        for _ in 0..2 {
+            assert_eq!(
+                store
+                    .text_to_archive(&page.content_hash)
+                    .await
+                    .expect("reads"),
+                text
+            );
+            assert_eq!(
+                store
+                    .raw_to_archive(&page.raw_hash)
+                    .await
+                    .expect("reads")
+                    .as_deref(),
+                Some(&b"<html>same raw body</html>"[..])
+            );
+        }
     }
+    assert_eq!(store.held_for_archive(), (0, 0), "each was handed out once");
 
     let warc = trawl::store::WarcRef {
         page_id: ids[0].clone(),
