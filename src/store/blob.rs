@@ -5,6 +5,7 @@
 //!
 //! Not here: where the bytes are stored (a table in each engine).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
@@ -132,7 +133,7 @@ impl<V> Bounded<V> {
 pub(super) struct Texts {
     cache: Mutex<Bounded<Arc<str>>>,
     /// Texts of stored pages are kept too ([`Texts::keep_written`]).
-    keep_written: std::sync::atomic::AtomicBool,
+    keep_written: AtomicBool,
 }
 
 impl Texts {
@@ -140,19 +141,18 @@ impl Texts {
     pub(super) fn new() -> Texts {
         Texts {
             cache: Bounded::new(TEXT_CACHE_BYTES),
-            keep_written: std::sync::atomic::AtomicBool::new(false),
+            keep_written: AtomicBool::new(false),
         }
     }
 
     /// From now on, the texts of pages stored are kept too.
     pub(super) fn keep_written(&self) {
-        self.keep_written
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.keep_written.store(true, Ordering::Relaxed);
     }
 
     /// Keeps the text of a page just stored, when [`Texts::keep_written`] asked for it.
     pub(super) fn written(&self, content_hash: &str, text: &str) {
-        if self.keep_written.load(std::sync::atomic::Ordering::Relaxed)
+        if self.keep_written.load(Ordering::Relaxed)
             && let Ok(mut cache) = self.cache.lock()
         {
             cache.put(content_hash, text.len(), || Arc::from(text));
@@ -196,29 +196,29 @@ impl Texts {
 /// decompressing the blobs it was just given. Each is taken once; bounded in bytes (a pool
 /// that falls behind reads the store as before). Holds nothing until [`Held::hold`] says a
 /// pool runs here, so a process without one keeps nothing.
-pub(super) struct Held<V> {
-    held: std::sync::atomic::AtomicBool,
+struct Held<V> {
+    held: AtomicBool,
     cache: Mutex<Bounded<V>>,
 }
 
 impl<V> Held<V> {
     /// An empty store of blobs that holds nothing yet.
-    pub(super) fn new() -> Held<V> {
+    fn new() -> Held<V> {
         Held {
-            held: std::sync::atomic::AtomicBool::new(false),
+            held: AtomicBool::new(false),
             cache: Bounded::new(HELD_BYTES),
         }
     }
 
     /// From now on, the blobs of pages to archive are kept for the pool.
-    pub(super) fn hold(&self) {
-        self.held.store(true, std::sync::atomic::Ordering::Relaxed);
+    fn hold(&self) {
+        self.held.store(true, Ordering::Relaxed);
     }
 
     /// Keeps the value `make` builds (`len` bytes) for the archive pool, when one runs in this
     /// process.
-    pub(super) fn remember(&self, hash: &str, len: usize, make: impl FnOnce() -> V) {
-        if self.held.load(std::sync::atomic::Ordering::Relaxed)
+    fn remember(&self, hash: &str, len: usize, make: impl FnOnce() -> V) {
+        if self.held.load(Ordering::Relaxed)
             && let Ok(mut cache) = self.cache.lock()
         {
             cache.put(hash, len, make);
@@ -226,12 +226,12 @@ impl<V> Held<V> {
     }
 
     /// Takes the value under `hash`, when it is in memory.
-    pub(super) fn take(&self, hash: &str) -> Option<V> {
+    fn take(&self, hash: &str) -> Option<V> {
         self.cache.lock().ok()?.take(hash)
     }
 
     /// How many values are held.
-    pub(super) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.cache.lock().map(|cache| cache.lru.len()).unwrap_or(0)
     }
 }
@@ -248,6 +248,54 @@ impl<V> std::fmt::Debug for Held<V> {
             .field("entries", &entries)
             .field("bytes", &bytes)
             .finish()
+    }
+}
+
+/// What this process holds for its archive pool: the texts and raw bodies of pages to archive
+/// just stored (see [`Held`]). Raw bodies only when the pool reads them.
+#[derive(Debug)]
+pub(super) struct ForArchive {
+    texts: Held<String>,
+    raws: Held<Vec<u8>>,
+}
+
+impl ForArchive {
+    /// Holds nothing until [`ForArchive::hold`].
+    pub(super) fn new() -> ForArchive {
+        ForArchive {
+            texts: Held::new(),
+            raws: Held::new(),
+        }
+    }
+
+    /// From now on, the texts, and with `raw` the raw bodies, of pages to archive are kept.
+    pub(super) fn hold(&self, raw: bool) {
+        self.texts.hold();
+        if raw {
+            self.raws.hold();
+        }
+    }
+
+    /// Keeps a page just stored: its text under `content_hash`, its raw body under `raw_hash`.
+    pub(super) fn remember(&self, content_hash: &str, text: &str, raw_hash: &str, raw: Vec<u8>) {
+        self.texts
+            .remember(content_hash, text.len(), || text.to_owned());
+        self.raws.remember(raw_hash, raw.len(), || raw);
+    }
+
+    /// Takes the text under `content_hash`, when it is held.
+    pub(super) fn take_text(&self, content_hash: &str) -> Option<String> {
+        self.texts.take(content_hash)
+    }
+
+    /// Takes the raw body under `raw_hash`, when it is held.
+    pub(super) fn take_raw(&self, raw_hash: &str) -> Option<Vec<u8>> {
+        self.raws.take(raw_hash)
+    }
+
+    /// How many texts and raw bodies are held.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        (self.texts.len(), self.raws.len())
     }
 }
 

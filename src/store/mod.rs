@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use trawl_workers::job::{ErrorCode, JobError};
 
-use blob::{Held, Texts};
+use blob::{ForArchive, Texts};
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 pub use idempotency::IdempotencyClaim;
 pub use overview::PageFiles;
@@ -61,10 +61,8 @@ pub struct Store {
     writer: Writer,
     /// Recently read page texts by content hash (and written ones, when asked).
     texts: Arc<Texts>,
-    /// Texts of pages just stored, held for this process's archive pool.
-    archive_texts: Arc<Held<String>>,
-    /// Raw bodies of pages just stored, held for this process's archive pool.
-    raws: Arc<Held<Vec<u8>>>,
+    /// Texts and raw bodies of pages just stored, held for this process's archive pool.
+    for_archive: Arc<ForArchive>,
 }
 
 /// The engine behind a [`Store`].
@@ -113,8 +111,7 @@ impl Store {
             engine,
             writer,
             texts: Arc::new(Texts::new()),
-            archive_texts: Arc::new(Held::new()),
-            raws: Arc::new(Held::new()),
+            for_archive: Arc::new(ForArchive::new()),
         }
     }
 
@@ -209,12 +206,7 @@ impl Store {
         result_for: impl FnOnce(&str) -> String,
     ) -> Result<(String, Option<Status>), Error> {
         self.writer
-            .finish_with_page(
-                (&self.texts, &self.archive_texts, &self.raws),
-                job_id,
-                page,
-                result_for,
-            )
+            .finish_with_page((&self.texts, &self.for_archive), job_id, page, result_for)
             .await
     }
 
@@ -254,17 +246,14 @@ impl Store {
     /// archive pool of this process calls it as it opens. A process without a pool keeps
     /// neither.
     pub fn hold_for_archive(&self, raw: bool) {
-        self.archive_texts.hold();
-        if raw {
-            self.raws.hold();
-        }
+        self.for_archive.hold(raw);
     }
 
     /// A text to archive: the text just stored by this process when it is still held (each is
     /// handed out once), else as [`Store::text`] reads it, without keeping it in memory (a
     /// backlog is read once).
     pub async fn text_to_archive(&self, content_hash: &str) -> Result<String, Error> {
-        if let Some(text) = self.archive_texts.take(content_hash) {
+        if let Some(text) = self.for_archive.take_text(content_hash) {
             return Ok(text);
         }
         if let Some(text) = self.texts.get(content_hash) {
@@ -276,13 +265,13 @@ impl Store {
     /// How many texts and raw bodies are held for this process's archive pool, not yet taken
     /// (diagnostics, and the tests' view of what is in memory).
     pub fn held_for_archive(&self) -> (usize, usize) {
-        (self.archive_texts.len(), self.raws.len())
+        self.for_archive.counts()
     }
 
     /// A raw body to archive: the bytes just stored by this process when they are still held
     /// (each is handed out once), else the blob read back (`None`: it is missing).
     pub async fn raw_to_archive(&self, raw_hash: &str) -> Result<Option<Vec<u8>>, Error> {
-        match self.raws.take(raw_hash) {
+        match self.for_archive.take_raw(raw_hash) {
             Some(raw) => Ok(Some(raw)),
             None => self.blob(raw_hash).await,
         }

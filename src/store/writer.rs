@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::blob::{Blob, Held, Texts};
+use super::blob::{Blob, ForArchive, Texts};
 use super::rows::{self, to_json};
 use super::{Error, NewPage, Status};
 
@@ -128,7 +128,7 @@ impl Writer {
     /// runs). Returns the content hash and the status this call ended the job with.
     pub(super) async fn finish_with_page(
         &self,
-        (texts, archive_texts, raws): (&Texts, &Held<String>, &Held<Vec<u8>>),
+        (texts, for_archive): (&Texts, &ForArchive),
         job_id: &str,
         page: NewPage<'_>,
         result_for: impl FnOnce(&str) -> String,
@@ -180,8 +180,7 @@ impl Writer {
         if ended == Some(Status::Succeeded) {
             texts.written(&content_hash, page.text);
             if page.archive {
-                archive_texts.remember(&content_hash, page.text.len(), || page.text.to_owned());
-                raws.remember(&raw_hash, raw.len(), || raw);
+                for_archive.remember(&content_hash, page.text, &raw_hash, raw);
             }
         }
         Ok((content_hash, ended))
