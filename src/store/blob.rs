@@ -277,9 +277,8 @@ impl ForArchive {
     }
 
     /// Keeps a page just stored: its text under `content_hash`, its raw body under `raw_hash`.
-    pub(super) fn remember(&self, content_hash: &str, text: &str, raw_hash: &str, raw: Vec<u8>) {
-        self.texts
-            .remember(content_hash, text.len(), || text.to_owned());
+    pub(super) fn remember(&self, content_hash: &str, text: String, raw_hash: &str, raw: Vec<u8>) {
+        self.texts.remember(content_hash, text.len(), || text);
         self.raws.remember(raw_hash, raw.len(), || raw);
     }
 
