@@ -272,6 +272,13 @@ impl std::fmt::Debug for Archiver {
     }
 }
 
+impl Drop for Archiver {
+    /// Lets go of what the store holds for this pool, so that no page waits for it.
+    fn drop(&mut self) {
+        self.store.release_archive_hold();
+    }
+}
+
 /// Pages read from the store per step.
 const STEP_PAGES: u32 = 64;
 
@@ -304,7 +311,13 @@ impl Archiver {
             None
         };
         // Only a pool that opened has pages held for it (another process may hold the writer).
-        store.hold_for_archive(config.warc || (config.page_text && index.indexes_page_text()));
+        store.hold_for_archive(if config.warc {
+            store::RawBodies::All
+        } else if config.page_text && index.indexes_page_text() {
+            store::RawBodies::Html
+        } else {
+            store::RawBodies::None
+        });
         Ok(Archiver {
             store,
             index,
@@ -453,6 +466,8 @@ impl Archiver {
                 pause = IDLE_PAUSE_MIN;
                 continue;
             }
+            // Nothing pending: what is held now is of pages this pool will not take.
+            self.store.drop_unclaimed_for_archive();
             if stopping {
                 // Drain: nothing was pending after the producers stopped.
                 break;

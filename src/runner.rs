@@ -465,6 +465,15 @@ async fn run_fetch(
             .finish_attempt(job_id, attempt, &outcome)
             .await?));
     }
+    // A page to archive waits while this process's archive pool lags far behind, so that
+    // the pool takes it from memory; a pool that stops meanwhile hands the job back.
+    if job.archive {
+        tokio::select! {
+            biased;
+            _ = stop.wait() => return Err(Halt::Released { attempt, used: false }),
+            _ = deps.store.room_to_archive() => {}
+        }
+    }
     // A crawl page asks robots.txt again (waiting while it cannot be fetched), then waits
     // for its host's turn; a pool that stops meanwhile hands the job back at once.
     let permit = match &crawl {

@@ -22,6 +22,15 @@ const TEXT_CACHE_BYTES: usize = 32 << 20;
 /// Bytes kept for the archive pool by each [`Held`] (raw bodies, texts).
 const HELD_BYTES: usize = 32 << 20;
 
+/// The share of [`HELD_BYTES`] (numerator, denominator) past which the pages to archive wait
+/// for the pool ([`ForArchive::room`]): what the fetches in flight add then stays within the
+/// bound, so nothing held is evicted before the pool takes it.
+const ROOM_FILLED: (usize, usize) = (3, 4);
+
+/// Longest wait for room: a pool that stops taking pages without letting go (stuck, not
+/// ended: an ended pool lets go) slows the fetches of pages to archive down, never stops them.
+const ROOM_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A blob ready to insert.
 #[derive(Debug)]
 pub(super) struct Blob {
@@ -193,9 +202,9 @@ impl Texts {
 
 /// Blobs of pages just stored, held for the archive pool of this process by sha256 (their
 /// raw bodies, their texts): the pool archives a page from these instead of reading back and
-/// decompressing the blobs it was just given. Each is taken once; bounded in bytes (a pool
-/// that falls behind reads the store as before). Holds nothing until [`Held::hold`] says a
-/// pool runs here, so a process without one keeps nothing.
+/// decompressing the blobs it was just given. Each is taken once; bounded in bytes (past the
+/// bound the oldest go, and the pool reads them from the store). Holds nothing until
+/// [`Held::hold`] says a pool runs here, so a process without one keeps nothing.
 struct Held<V> {
     held: AtomicBool,
     cache: Mutex<Bounded<V>>,
@@ -213,6 +222,29 @@ impl<V> Held<V> {
     /// From now on, the blobs of pages to archive are kept for the pool.
     fn hold(&self) {
         self.held.store(true, Ordering::Relaxed);
+    }
+
+    /// Keeps nothing from now on, and drops what is held.
+    fn release(&self) {
+        self.held.store(false, Ordering::Relaxed);
+        self.clear();
+    }
+
+    /// Drops what is held.
+    fn clear(&self) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.lru.clear();
+            cache.bytes = 0;
+        }
+    }
+
+    /// What is held fills [`ROOM_FILLED`] of the bound or more.
+    fn crowded(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
+            && self
+                .cache
+                .lock()
+                .is_ok_and(|cache| cache.bytes >= cache.max_bytes / ROOM_FILLED.1 * ROOM_FILLED.0)
     }
 
     /// Keeps the value `make` builds (`len` bytes) for the archive pool, when one runs in this
@@ -252,11 +284,30 @@ impl<V> std::fmt::Debug for Held<V> {
 }
 
 /// What this process holds for its archive pool: the texts and raw bodies of pages to archive
-/// just stored (see [`Held`]). Raw bodies only when the pool reads them.
+/// just stored (see [`Held`]). Raw bodies only when the pool reads them. When the pool lags
+/// so far behind that they fill most of their bound, the pages to archive wait for room
+/// ([`ForArchive::room`]) instead of pushing out pages the pool would then read back from the
+/// store: a crawl goes at the pool's pace, with its memory bounded.
 #[derive(Debug)]
 pub(super) struct ForArchive {
     texts: Held<String>,
     raws: Held<Vec<u8>>,
+    /// Only HTML pages' raw bodies are held ([`RawBodies::Html`]).
+    raws_of_html_only: AtomicBool,
+    /// Woken when the pool's takes made room, and when it lets go.
+    taken: tokio::sync::Notify,
+}
+
+/// Which raw bodies an archive pool reads, so that nothing is held that it would not take
+/// (what is held and never taken would only crowd out what it will).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawBodies {
+    /// None: no WARC records, no page documents.
+    None,
+    /// HTML pages' only: no WARC records, page documents (made from HTML).
+    Html,
+    /// Every page's: WARC records.
+    All,
 }
 
 impl ForArchive {
@@ -265,31 +316,99 @@ impl ForArchive {
         ForArchive {
             texts: Held::new(),
             raws: Held::new(),
+            raws_of_html_only: AtomicBool::new(false),
+            taken: tokio::sync::Notify::new(),
         }
     }
 
-    /// From now on, the texts, and with `raw` the raw bodies, of pages to archive are kept.
-    pub(super) fn hold(&self, raw: bool) {
+    /// The pool is gone: nothing is held from now on, and no page waits for room.
+    pub(super) fn release(&self) {
+        self.texts.release();
+        self.raws.release();
+        self.taken.notify_waiters();
+    }
+
+    /// Returns when there is room for another page to archive: at once unless what is held
+    /// fills most of its bound ([`ROOM_FILLED`]), else when the pool has taken enough, or
+    /// after [`ROOM_WAIT`] at most.
+    pub(super) async fn room(&self) {
+        let waited = tokio::time::timeout(ROOM_WAIT, async {
+            loop {
+                let taken = self.taken.notified();
+                tokio::pin!(taken);
+                // Registered before the check, so a take between the two is not missed.
+                taken.as_mut().enable();
+                if !self.texts.crowded() && !self.raws.crowded() {
+                    return;
+                }
+                taken.await;
+            }
+        });
+        let _ = waited.await;
+    }
+
+    /// From now on, the texts and the `raws` of pages to archive are kept.
+    pub(super) fn hold(&self, raws: RawBodies) {
         self.texts.hold();
-        if raw {
+        if raws != RawBodies::None {
+            self.raws_of_html_only
+                .store(raws == RawBodies::Html, Ordering::Relaxed);
             self.raws.hold();
         }
     }
 
-    /// Keeps a page just stored: its text under `content_hash`, its raw body under `raw_hash`.
-    pub(super) fn remember(&self, content_hash: &str, text: String, raw_hash: &str, raw: Vec<u8>) {
+    /// Keeps a page being stored: its text under `content_hash`, its raw body under
+    /// `raw_hash` (when the pool reads it: `html` says whether the page is HTML).
+    pub(super) fn remember(
+        &self,
+        content_hash: &str,
+        text: String,
+        raw_hash: &str,
+        raw: Vec<u8>,
+        html: bool,
+    ) {
         self.texts.remember(content_hash, text.len(), || text);
-        self.raws.remember(raw_hash, raw.len(), || raw);
+        if html || !self.raws_of_html_only.load(Ordering::Relaxed) {
+            self.raws.remember(raw_hash, raw.len(), || raw);
+        }
+    }
+
+    /// Drops what [`ForArchive::remember`] kept of a page that was not stored after all.
+    pub(super) fn forget(&self, content_hash: &str, raw_hash: &str) {
+        self.texts.take(content_hash);
+        self.raws.take(raw_hash);
+        self.made_room();
+    }
+
+    /// Drops everything held, still holding what comes next: the pool found nothing to
+    /// archive, so what is held is of pages it will not take (taken from the store before
+    /// they were held, or not to archive after all) and would only crowd out the next ones.
+    pub(super) fn drop_unclaimed(&self) {
+        self.texts.clear();
+        self.raws.clear();
+        self.taken.notify_waiters();
     }
 
     /// Takes the text under `content_hash`, when it is held.
     pub(super) fn take_text(&self, content_hash: &str) -> Option<String> {
-        self.texts.take(content_hash)
+        let text = self.texts.take(content_hash);
+        self.made_room();
+        text
     }
 
     /// Takes the raw body under `raw_hash`, when it is held.
     pub(super) fn take_raw(&self, raw_hash: &str) -> Option<Vec<u8>> {
-        self.raws.take(raw_hash)
+        let raw = self.raws.take(raw_hash);
+        self.made_room();
+        raw
+    }
+
+    /// Wakes the pages waiting for room once there is room (not at every take: a lagging pool
+    /// takes a page at a time, and each wake-up would have every waiting page look again).
+    fn made_room(&self) {
+        if !self.texts.crowded() && !self.raws.crowded() {
+            self.taken.notify_waiters();
+        }
     }
 
     /// How many texts and raw bodies are held.
@@ -300,6 +419,8 @@ impl ForArchive {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -314,6 +435,100 @@ mod tests {
         assert_eq!(held.take("a").as_deref(), Some("one"));
         assert_eq!(held.take("a"), None, "each is handed out once");
         assert_eq!(held.take("b").as_deref(), Some("two"));
+    }
+
+    #[tokio::test]
+    async fn pages_to_archive_wait_for_room_while_the_pool_lags() {
+        use futures_util::FutureExt as _;
+        let held = Arc::new(ForArchive::new());
+        let piece = HELD_BYTES / 16;
+        let fill = |from: usize| {
+            for index in from..from + 12 {
+                held.remember(
+                    &format!("t{index}"),
+                    "text".to_owned(),
+                    &format!("r{index}"),
+                    vec![0; piece],
+                    true,
+                );
+            }
+        };
+        fill(0);
+        assert!(held.room().now_or_never().is_some(), "no pool: no wait");
+
+        held.hold(RawBodies::All);
+        fill(0);
+        assert_eq!(held.counts(), (12, 12));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), held.room())
+                .await
+                .is_err(),
+            "three quarters of the bound held: a page waits"
+        );
+        let waiter = tokio::spawn({
+            let held = Arc::clone(&held);
+            async move { held.room().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        assert!(held.take_raw("r0").is_some());
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("the pool's take makes room")
+            .unwrap();
+
+        fill(12);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), held.room())
+                .await
+                .is_err()
+        );
+        held.drop_unclaimed();
+        assert_eq!(held.counts(), (0, 0), "the pool found nothing to take");
+        assert!(held.room().now_or_never().is_some());
+        fill(0);
+        assert_eq!(held.counts(), (12, 12), "held again from then on");
+        held.forget("t0", "r0");
+        assert_eq!(held.counts(), (11, 11), "a page not stored after all");
+        held.release();
+        assert!(held.room().now_or_never().is_some(), "a pool gone: no wait");
+        assert_eq!(held.counts(), (0, 0), "and nothing held");
+        fill(0);
+        assert_eq!(held.counts(), (0, 0), "nor kept from then on");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stuck_pool_slows_pages_down_but_never_stops_them() {
+        let held = ForArchive::new();
+        held.hold(RawBodies::All);
+        for index in 0..12 {
+            held.remember(
+                &format!("t{index}"),
+                String::new(),
+                &format!("r{index}"),
+                vec![0; HELD_BYTES / 16],
+                true,
+            );
+        }
+        let started = tokio::time::Instant::now();
+        held.room().await;
+        assert_eq!(started.elapsed(), ROOM_WAIT);
+    }
+
+    #[test]
+    fn raw_bodies_are_held_only_when_the_pool_reads_them() {
+        for (raws, html, other) in [
+            (RawBodies::None, 0, 0),
+            (RawBodies::Html, 1, 0),
+            (RawBodies::All, 1, 1),
+        ] {
+            let held = ForArchive::new();
+            held.hold(raws);
+            held.remember("t1", "a".to_owned(), "r1", vec![1], true);
+            assert_eq!(held.counts(), (1, html), "{raws:?}, an HTML page");
+            held.remember("t2", "b".to_owned(), "r2", vec![2], false);
+            assert_eq!(held.counts(), (2, html + other), "{raws:?}, another page");
+        }
     }
 
     #[test]

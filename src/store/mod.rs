@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use trawl_workers::job::{ErrorCode, JobError};
 
+pub use blob::RawBodies;
 use blob::{ForArchive, Texts};
 pub use crawls::{CrawlCounters, CrawlRecord, CrawlStatus, Fate, Followed, Found};
 pub use idempotency::IdempotencyClaim;
@@ -241,12 +242,33 @@ impl Store {
         self.texts.keep_written();
     }
 
-    /// Keeps the texts, and with `raw` the raw bodies, of pages to archive stored from now on
-    /// (bounded in memory), for [`Store::text_to_archive`] and [`Store::raw_to_archive`]: the
-    /// archive pool of this process calls it as it opens. A process without a pool keeps
-    /// neither.
-    pub fn hold_for_archive(&self, raw: bool) {
-        self.for_archive.hold(raw);
+    /// Keeps the texts, and the raw bodies the pool reads (`raws`), of pages to archive stored
+    /// from now on (bounded in memory), for [`Store::text_to_archive`] and
+    /// [`Store::raw_to_archive`]: the archive pool of this process calls it as it opens. A
+    /// process without a pool keeps neither.
+    pub fn hold_for_archive(&self, raws: RawBodies) {
+        self.for_archive.hold(raws);
+    }
+
+    /// Drops what is held for this process's archive pool, still holding what comes next: the
+    /// pool calls it when it found nothing to archive (what is held then is of pages it will
+    /// not take, and would crowd out the next ones: see [`Store::room_to_archive`]).
+    pub fn drop_unclaimed_for_archive(&self) {
+        self.for_archive.drop_unclaimed();
+    }
+
+    /// The archive pool of this process is gone: nothing is held for it from now on, and no
+    /// page waits for it ([`Store::room_to_archive`]).
+    pub fn release_archive_hold(&self) {
+        self.for_archive.release();
+    }
+
+    /// Waits while what is held for this process's archive pool fills most of its bound (the
+    /// pool lags far behind), at most a few seconds; returns at once without a pool here. A
+    /// page to archive waits here before it is fetched, so the pool archives it from memory
+    /// instead of reading back a page pushed out of what is held.
+    pub async fn room_to_archive(&self) {
+        self.for_archive.room().await;
     }
 
     /// A text to archive: the text just stored by this process when it is still held (each is

@@ -152,6 +152,11 @@ impl Writer {
         })?;
         let content_hash = text_blob.sha256.clone();
         let raw_hash = raw_blob.sha256.clone();
+        // Held before the page is committed, so that the pool never finds a page to archive
+        // whose text and raw body are not held yet (and then held for nobody).
+        if page.archive {
+            for_archive.remember(&content_hash, text, &raw_hash, raw, page.info.is_html());
+        }
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
             .map(|timestamp| timestamp.as_millisecond())
             .unwrap_or_else(|_| jiff::Timestamp::now().as_millisecond());
@@ -182,13 +187,24 @@ impl Writer {
             what: "page",
             detail: "the store's writer stopped".to_owned(),
         };
-        self.committer.send(pending).await.map_err(|_| gone())?;
-        let ended = answer.await.map_err(|_| gone())??;
+        let ended = match self.committer.send(pending).await {
+            Ok(()) => answer.await.map_err(|_| gone()).and_then(|ended| ended),
+            Err(_) => Err(gone()),
+        };
+        let ended = match ended {
+            Ok(ended) => ended,
+            Err(error) => {
+                if page.archive {
+                    for_archive.forget(&content_hash, &raw_hash);
+                }
+                return Err(error);
+            }
+        };
         if ended == Some(Status::Succeeded) {
             texts.written(&content_hash, page.text);
-            if page.archive {
-                for_archive.remember(&content_hash, text, &raw_hash, raw);
-            }
+        } else if page.archive {
+            // Not stored (the job had ended otherwise): not to archive.
+            for_archive.forget(&content_hash, &raw_hash);
         }
         Ok((content_hash, ended))
     }

@@ -235,7 +235,14 @@ async fn an_archive_pool_stopped_before_its_commit_resumes_without_duplicates() 
         ),
         "{second:?}"
     );
+    // The open pool holds what its process stores for it, and lets go of it as it ends (no
+    // page to archive would wait for a pool that is gone).
+    fetch_for_archive(&context, &server, &["/site/7".to_owned()]).await;
+    assert_eq!(context.store.held_for_archive(), (1, 1));
     drop(holder);
+    assert_eq!(context.store.held_for_archive(), (0, 0));
+    fetch_for_archive(&context, &server, &["/site/8".to_owned()]).await;
+    assert_eq!(context.store.held_for_archive(), (0, 0), "nor kept after");
 }
 
 /// The words of `/article/{n}`'s title longer than three letters, as a query.

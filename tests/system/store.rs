@@ -107,15 +107,18 @@ async fn a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry(db: Te
         raw: b"<p>text</p>",
         headers: &[],
         ip: None,
-        archive: false,
+        archive: true,
         attempt: None,
         tenant: trawl::tenant::DEFAULT,
     };
+    // As with an archive pool in the process: a page not stored is not held for it either.
+    store.hold_for_archive(trawl::store::RawBodies::All);
     let (_, ended) = store
         .finish_with_page(&ids[1], page, |_| "{}".to_owned())
         .await
         .expect("stores");
     assert_eq!(ended, Some(Status::Cancelled));
+    assert_eq!(store.held_for_archive(), (0, 0));
     for id in &ids {
         let job = store.job(id).await.expect("reads").expect("exists");
         assert_eq!(job.status, Status::Cancelled);
@@ -500,7 +503,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         if n == 1 {
             // As an archive pool opening in this process does: the texts and raw bodies of
             // pages to archive stored from now on are held for it (page 0's are not).
-            store.hold_for_archive(true);
+            store.hold_for_archive(trawl::store::RawBodies::All);
         }
         assert_eq!(
             store.begin_attempt(id).await.expect("starts"),
