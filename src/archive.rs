@@ -466,7 +466,8 @@ impl Archiver {
                 pause = IDLE_PAUSE_MIN;
                 continue;
             }
-            // Nothing pending: what is held now is of pages this pool will not take.
+            // Nothing pending: what was held before the last such look is of pages this pool
+            // will not take.
             self.store.drop_unclaimed_for_archive();
             if stopping {
                 // Drain: nothing was pending after the producers stopped.

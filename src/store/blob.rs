@@ -207,7 +207,10 @@ impl Texts {
 /// [`Held::hold`] says a pool runs here, so a process without one keeps nothing.
 struct Held<V> {
     held: AtomicBool,
-    cache: Mutex<Bounded<V>>,
+    /// Each value with the [`Held::round`] it was kept in.
+    cache: Mutex<Bounded<(V, u64)>>,
+    /// Counts the pool's idle looks ([`Held::drop_unclaimed`]).
+    round: std::sync::atomic::AtomicU64,
 }
 
 impl<V> Held<V> {
@@ -216,6 +219,7 @@ impl<V> Held<V> {
         Held {
             held: AtomicBool::new(false),
             cache: Bounded::new(HELD_BYTES),
+            round: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -253,13 +257,32 @@ impl<V> Held<V> {
         if self.held.load(Ordering::Relaxed)
             && let Ok(mut cache) = self.cache.lock()
         {
-            cache.put(hash, len, make);
+            let round = self.round.load(Ordering::Relaxed);
+            cache.put(hash, len, || (make(), round));
         }
     }
 
     /// Takes the value under `hash`, when it is in memory.
     fn take(&self, hash: &str) -> Option<V> {
-        self.cache.lock().ok()?.take(hash)
+        self.cache.lock().ok()?.take(hash).map(|(value, _)| value)
+    }
+
+    /// Drops the values kept before the previous call: the pool found nothing to archive
+    /// twice since, so they are of pages it will not take. Those kept since are spared: their
+    /// pages may still be on their way into the store (held before their commit).
+    fn drop_unclaimed(&self) {
+        let previous = self.round.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut cache) = self.cache.lock() {
+            let stale: Vec<String> = cache
+                .lru
+                .iter()
+                .filter(|(_, ((_, round), _))| *round < previous)
+                .map(|(hash, _)| hash.clone())
+                .collect();
+            for hash in stale {
+                cache.take(&hash);
+            }
+        }
     }
 
     /// How many values are held.
@@ -380,13 +403,13 @@ impl ForArchive {
         self.made_room();
     }
 
-    /// Drops everything held, still holding what comes next: the pool found nothing to
-    /// archive, so what is held is of pages it will not take (taken from the store before
-    /// they were held, or not to archive after all) and would only crowd out the next ones.
+    /// The pool found nothing to archive: drops what was held before its previous such look
+    /// (of pages it will not take: not to archive after all, or read from the store before
+    /// they were held), which would only crowd out the next ones ([`Held::drop_unclaimed`]).
     pub(super) fn drop_unclaimed(&self) {
-        self.texts.clear();
-        self.raws.clear();
-        self.taken.notify_waiters();
+        self.texts.drop_unclaimed();
+        self.raws.drop_unclaimed();
+        self.made_room();
     }
 
     /// Takes the text under `content_hash`, when it is held.
@@ -483,8 +506,15 @@ mod tests {
                 .await
                 .is_err()
         );
+        let before = held.counts();
         held.drop_unclaimed();
-        assert_eq!(held.counts(), (0, 0), "the pool found nothing to take");
+        assert_eq!(
+            held.counts(),
+            before,
+            "the pool found nothing to take: what was held since its previous look is spared"
+        );
+        held.drop_unclaimed();
+        assert_eq!(held.counts(), (0, 0), "found nothing again: dropped");
         assert!(held.room().now_or_never().is_some());
         fill(0);
         assert_eq!(held.counts(), (12, 12), "held again from then on");

@@ -250,9 +250,9 @@ impl Store {
         self.for_archive.hold(raws);
     }
 
-    /// Drops what is held for this process's archive pool, still holding what comes next: the
-    /// pool calls it when it found nothing to archive (what is held then is of pages it will
-    /// not take, and would crowd out the next ones: see [`Store::room_to_archive`]).
+    /// The archive pool of this process found nothing to archive: what was held for it before
+    /// its previous such look is of pages it will not take, and would crowd out the next ones
+    /// (see [`Store::room_to_archive`]); it is dropped, and what comes next is still held.
     pub fn drop_unclaimed_for_archive(&self) {
         self.for_archive.drop_unclaimed();
     }
