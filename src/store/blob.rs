@@ -5,7 +5,7 @@
 //!
 //! Not here: where the bytes are stored (a table in each engine).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lru::LruCache;
@@ -22,10 +22,10 @@ const TEXT_CACHE_BYTES: usize = 32 << 20;
 /// Bytes kept for the archive pool by each [`Held`] (raw bodies, texts).
 const HELD_BYTES: usize = 32 << 20;
 
-/// The share of [`HELD_BYTES`] (numerator, denominator) past which the pages to archive wait
-/// for the pool ([`ForArchive::room`]): what the fetches in flight add then stays within the
-/// bound, so nothing held is evicted before the pool takes it.
-const ROOM_FILLED: (usize, usize) = (3, 4);
+/// Bytes held (three quarters of [`HELD_BYTES`]) past which the pages to archive wait for the
+/// pool ([`ForArchive::room`]): what the fetches in flight add then stays within the bound, so
+/// nothing held is evicted before the pool takes it.
+const CROWDED_BYTES: usize = HELD_BYTES / 4 * 3;
 
 /// Longest wait for room: a pool that stops taking pages without letting go (stuck, not
 /// ended: an ended pool lets go) slows the fetches of pages to archive down, never stops them.
@@ -210,7 +210,7 @@ struct Held<V> {
     /// Each value with the [`Held::round`] it was kept in.
     cache: Mutex<Bounded<(V, u64)>>,
     /// Counts the pool's idle looks ([`Held::drop_unclaimed`]).
-    round: std::sync::atomic::AtomicU64,
+    round: AtomicU64,
 }
 
 impl<V> Held<V> {
@@ -219,7 +219,7 @@ impl<V> Held<V> {
         Held {
             held: AtomicBool::new(false),
             cache: Bounded::new(HELD_BYTES),
-            round: std::sync::atomic::AtomicU64::new(0),
+            round: AtomicU64::new(0),
         }
     }
 
@@ -231,24 +231,19 @@ impl<V> Held<V> {
     /// Keeps nothing from now on, and drops what is held.
     fn release(&self) {
         self.held.store(false, Ordering::Relaxed);
-        self.clear();
-    }
-
-    /// Drops what is held.
-    fn clear(&self) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.lru.clear();
             cache.bytes = 0;
         }
     }
 
-    /// What is held fills [`ROOM_FILLED`] of the bound or more.
+    /// What is held reaches [`CROWDED_BYTES`].
     fn crowded(&self) -> bool {
         self.held.load(Ordering::Relaxed)
             && self
                 .cache
                 .lock()
-                .is_ok_and(|cache| cache.bytes >= cache.max_bytes / ROOM_FILLED.1 * ROOM_FILLED.0)
+                .is_ok_and(|cache| cache.bytes >= CROWDED_BYTES)
     }
 
     /// Keeps the value `make` builds (`len` bytes) for the archive pool, when one runs in this
@@ -352,7 +347,7 @@ impl ForArchive {
     }
 
     /// Returns when there is room for another page to archive: at once unless what is held
-    /// fills most of its bound ([`ROOM_FILLED`]), else when the pool has taken enough, or
+    /// fills most of its bound ([`CROWDED_BYTES`]), else when the pool has taken enough, or
     /// after [`ROOM_WAIT`] at most.
     pub(super) async fn room(&self) {
         let waited = tokio::time::timeout(ROOM_WAIT, async {

@@ -188,25 +188,16 @@ impl Writer {
             detail: "the store's writer stopped".to_owned(),
         };
         let ended = match self.committer.send(pending).await {
-            Ok(()) => answer.await.map_err(|_| gone()).and_then(|ended| ended),
+            Ok(()) => answer.await.unwrap_or_else(|_| Err(gone())),
             Err(_) => Err(gone()),
         };
-        let ended = match ended {
-            Ok(ended) => ended,
-            Err(error) => {
-                if page.archive {
-                    for_archive.forget(&content_hash, &raw_hash);
-                }
-                return Err(error);
-            }
-        };
-        if ended == Some(Status::Succeeded) {
+        if let Ok(Some(Status::Succeeded)) = ended {
             texts.written(&content_hash, page.text);
         } else if page.archive {
-            // Not stored (the job had ended otherwise): not to archive.
+            // Not stored (the job had ended otherwise, or the store failed): not to archive.
             for_archive.forget(&content_hash, &raw_hash);
         }
-        Ok((content_hash, ended))
+        Ok((content_hash, ended?))
     }
 }
 
