@@ -388,6 +388,21 @@ macro_rules! job_queries {
                 .await?;
                 Ok(row.int("n")?.max(0) as u64)
             }
+
+            /// The statement of [`Batches::start_group`]: starts an attempt of each job of
+            /// `ids` that may run, returning `id, attempts, max_attempts` of each.
+            pub(super) fn start_attempts(ids: &[&str]) -> sqlx::QueryBuilder<Db<Self>> {
+                let mut update = sqlx::QueryBuilder::<Db<Self>>::new(
+                    "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ",
+                );
+                update.push_bind(now_rfc3339());
+                update.push(" WHERE ");
+                update.push(Self::STATUS_BESIDE_IDS);
+                update.push(" IN ('queued', 'running') AND cancel_requested = 0 AND id");
+                Self::push_in(&mut update, ids);
+                update.push(" RETURNING id, attempts, max_attempts");
+                update
+            }
         }
 
         impl Batches for $store {
@@ -395,15 +410,10 @@ macro_rules! job_queries {
                 &self,
                 ids: &[&str],
             ) -> Result<HashMap<String, (u32, u32)>, Error> {
-                let mut update = sqlx::QueryBuilder::<Db<Self>>::new(
-                    "UPDATE jobs SET attempts = attempts + 1, status = 'running', started_at = ",
-                );
-                update.push_bind(now_rfc3339());
-                update.push(" WHERE status IN ('queued', 'running') AND cancel_requested = 0");
-                update.push(" AND id");
-                Self::push_in(&mut update, ids);
-                update.push(" RETURNING id, attempts, max_attempts");
-                let found = update.build().fetch_all(&self.pool).await?;
+                let found = Self::start_attempts(ids)
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await?;
                 found
                     .iter()
                     .map(|row| {
@@ -426,3 +436,39 @@ macro_rules! job_queries {
 
 job_queries!(super::sqlite::SqliteStore);
 job_queries!(super::postgres::PgStore);
+
+#[cfg(test)]
+mod tests {
+    use super::super::sqlite::SqliteStore;
+
+    /// Starting the attempts of a batch of jobs looks each job up by its id: SQLite's planner,
+    /// left to itself, walks the status index for ten ids or more, reading every queued job.
+    #[tokio::test]
+    async fn starting_attempts_looks_jobs_up_by_id() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = SqliteStore::open(&dir.path().join("store.sqlite"))
+            .await
+            .expect("the store opens");
+        for n in [1_usize, 10, 64] {
+            let ids: Vec<String> = (0..n).map(|i| format!("job-{i}")).collect();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let update = SqliteStore::start_attempts(&ids);
+            let explain = format!("EXPLAIN QUERY PLAN {}", update.sql());
+            let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(explain))
+                .fetch_all(&store.pool)
+                .await
+                .expect("the statement plans");
+            let plan: Vec<String> = rows.into_iter().map(|(_, _, _, detail)| detail).collect();
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("jobs") && step.contains("(id=?)")),
+                "{n} ids: the jobs looked up by id, not {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|step| step.contains("jobs_status")),
+                "{n} ids: the status index left alone, not {plan:?}"
+            );
+        }
+        store.pool.close().await;
+    }
+}

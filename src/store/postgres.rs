@@ -148,6 +148,8 @@ impl Dialect for PgStore {
 
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
 
+    const STATUS_BESIDE_IDS: &'static str = "status";
+
     const DONE_SEQ: &'static str = "";
 
     async fn write_transaction(&self) -> Result<Tx<Self>, Error> {

@@ -91,7 +91,8 @@ impl SqliteStore {
         let mut queued = Vec::new();
         for batch in ids.chunks(BINDS_PER_STATEMENT) {
             let mut select = sqlx::QueryBuilder::<Sqlite>::new(
-                "SELECT id FROM jobs WHERE status = 'queued' AND id IN (",
+                // `+status`: see `Dialect::STATUS_BESIDE_IDS`.
+                "SELECT id FROM jobs WHERE +status = 'queued' AND id IN (",
             );
             let mut list = select.separated(", ");
             for id in batch {
@@ -136,6 +137,8 @@ impl Dialect for SqliteStore {
     const FOR_UPDATE: &'static str = "";
 
     const BYTE_ORDER: &'static str = "";
+
+    const STATUS_BESIDE_IDS: &'static str = "+status";
 
     const DONE_SEQ: &'static str = ", done_seq = (SELECT COALESCE(MAX(done_seq), 0) + 1 FROM jobs)";
 
