@@ -453,7 +453,7 @@ mod tests {
             let ids: Vec<String> = (0..n).map(|i| format!("job-{i}")).collect();
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let update = SqliteStore::start_attempts(&ids);
-            let explain = format!("EXPLAIN QUERY PLAN {}", update.sql());
+            let explain = format!("EXPLAIN QUERY PLAN {}", update.sql().as_str());
             let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(explain))
                 .fetch_all(&store.pool)
                 .await
