@@ -943,37 +943,38 @@ async fn announce_end(
         status.as_str(),
         Some(started.elapsed().as_secs_f64()),
     );
-    let needs_record = status != Status::Succeeded || deps.webhooks.is_some();
-    if !needs_record {
-        return Ok(());
-    }
-    let Some(record) = deps.store.job(&envelope.id).await? else {
-        return Ok(());
-    };
-    if let Some(error) = &record.error
-        && error.code == ErrorCode::BlockedDestination
-    {
-        deps.metrics
-            .ssrf_blocked(error.evidence.as_deref().unwrap_or("unknown"));
+    // The job's event: only when webhooks are configured and the job names one.
+    let event_to = deps.webhooks.as_ref().and_then(|webhooks| {
+        let url = url::Url::parse(envelope.webhook.as_deref()?).ok()?;
+        Some((webhooks, url))
+    });
+    // The record is read back only for what needs it: a failure's error (metrics) and the
+    // job's event (its result or error). A succeeded job without an event reads nothing.
+    if status != Status::Succeeded || event_to.is_some() {
+        let Some(record) = deps.store.job(&envelope.id).await? else {
+            return Ok(());
+        };
+        if let Some(error) = &record.error
+            && error.code == ErrorCode::BlockedDestination
+        {
+            deps.metrics
+                .ssrf_blocked(error.evidence.as_deref().unwrap_or("unknown"));
+        }
+        if let Some((webhooks, url)) = event_to {
+            let (kind, data) = match (&record.result, &record.error) {
+                (Some(result), _) => (EventType::Page, result.clone()),
+                (None, error) => (
+                    EventType::Failed,
+                    serde_json::json!({ "status": record.status, "error": error }),
+                ),
+            };
+            webhooks.deliver(url, webhook_event(kind, envelope, data));
+        }
     }
     let Some(webhooks) = &deps.webhooks else {
         return Ok(());
     };
-    if let Some(url) = envelope
-        .webhook
-        .as_deref()
-        .and_then(|url| url::Url::parse(url).ok())
-    {
-        let (kind, data) = match (&record.result, &record.error) {
-            (Some(result), _) => (EventType::Page, result.clone()),
-            (None, error) => (
-                EventType::Failed,
-                serde_json::json!({ "status": record.status, "error": error }),
-            ),
-        };
-        webhooks.deliver(url, webhook_event(kind, envelope, data));
-    }
-    if let Some(batch_id) = &record.batch_id
+    if let Some(batch_id) = &envelope.batch_id
         && let Some(summary) = deps.store.claim_batch_completion(batch_id).await?
         && let Some(url) = summary
             .webhook
