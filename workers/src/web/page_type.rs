@@ -1,7 +1,9 @@
 //! What kind of page a document is (article, forum thread, product, collection, listing,
 //! documentation, service page), from cheap signals read off the tree trawl parsed anyway
 //! (`web::extract` gathers them in its one pass over the head's elements): schema.org types
-//! in JSON-LD, Open Graph's `og:type`, and the URL's shape (rs-trafilatura's URL patterns).
+//! in JSON-LD (and how many products it describes: one is a product page, several a category
+//! or a comparison), Open Graph's `og:type`, and the URL's shape (rs-trafilatura's URL
+//! patterns, a store's host weighing less than its path).
 //! `web::extract` picks its extractor by it, and the result reports it as `meta.page_type`.
 //!
 //! Not here: extraction itself (`web::extract`), or a trained classifier (too slow for every
@@ -15,6 +17,19 @@ use crate::job::PageType;
 /// Most JSON-LD bytes read per page (some pages inline megabytes of product data).
 const MAX_JSON_LD_BYTES: usize = 512 * 1024;
 
+/// schema.org's types for one product.
+const PRODUCT_TYPES: [&str; 4] = [
+    "Product",
+    "ProductGroup",
+    "IndividualProduct",
+    "ProductModel",
+];
+
+/// Products described in a page's JSON-LD from which it is about several, not one: a shop's
+/// category page lists them (often as an `ItemList`), a review roundup compares them. A product
+/// page describes its own product once (its variants sit inside it, under `hasVariant`).
+const SEVERAL_PRODUCTS: usize = 3;
+
 /// What a page's own markup says it is.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Signals {
@@ -22,6 +37,8 @@ pub struct Signals {
     pub ld_types: Vec<String>,
     /// Open Graph's `og:type`, lowercased.
     pub og_type: Option<String>,
+    /// Items of a product type in its JSON-LD, each counted (`ld_types` names a type once).
+    products: usize,
     /// JSON-LD bytes read so far.
     json_ld_bytes: usize,
 }
@@ -35,7 +52,7 @@ impl Signals {
         }
         self.json_ld_bytes += text.len();
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-            collect_types(&value, &mut self.ld_types, 0);
+            collect_types(&value, &mut self.ld_types, &mut self.products, 0);
         }
     }
 
@@ -65,16 +82,6 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
     if signals.has_type(&["CollectionPage", "OfferCatalog", "SearchResultsPage"]) {
         return PageType::Collection;
     }
-    if signals.has_type(&[
-        "Product",
-        "ProductGroup",
-        "IndividualProduct",
-        "ProductModel",
-    ]) {
-        return PageType::Product;
-    }
-    let by_url = Some(from_profile(classify_url(url.as_str())))
-        .filter(|page_type| *page_type != PageType::Article);
     let article_ld = signals.has_type(&[
         "Article",
         "NewsArticle",
@@ -83,6 +90,18 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
         "ScholarlyArticle",
         "LiveBlogPosting",
     ]);
+    if signals.products >= SEVERAL_PRODUCTS {
+        // Several products: a category page, or an article comparing them (its own type says
+        // so, and the rules below read it as the article it is).
+        if !article_ld {
+            return PageType::Collection;
+        }
+    } else if signals.has_type(&PRODUCT_TYPES) {
+        return PageType::Product;
+    }
+    let by_url = Some(from_profile(classify_url(url.as_str())))
+        .filter(|page_type| *page_type != PageType::Article)
+        .map(|by_url| product_url_by_its_path(by_url, url));
     if let Some(by_url) = by_url
         && !(article_ld && matches!(by_url, PageType::Listing | PageType::Service))
     {
@@ -91,14 +110,31 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
     if signals.has_type(&["TechArticle", "APIReference", "SoftwareSourceCode"]) {
         return PageType::Documentation;
     }
-    if signals
-        .og_type
-        .as_deref()
-        .is_some_and(|og| og.starts_with("product"))
+    if let Some(og) = signals.og_type.as_deref()
+        && og.starts_with("product")
     {
-        return PageType::Product;
+        // Open Graph's `product.group` (also written `product:group`) is a group of products.
+        return if og.ends_with("group") {
+            PageType::Collection
+        } else {
+            PageType::Product
+        };
     }
     PageType::Article
+}
+
+/// A URL read as a product's only because of its host (`shop.`, `store.`) is whatever its path
+/// says when the path says something: a store's `/collections/socks` is a collection.
+fn product_url_by_its_path(by_url: PageType, url: &Url) -> PageType {
+    if by_url != PageType::Product {
+        return by_url;
+    }
+    let mut path_only = String::from("http://host.invalid");
+    path_only.push_str(url.path());
+    match from_profile(classify_url(&path_only)) {
+        PageType::Article => PageType::Product,
+        by_path => by_path,
+    }
 }
 
 /// rs-trafilatura's extraction profile for a page type.
@@ -127,30 +163,43 @@ pub fn from_profile(profile: Profile) -> PageType {
     }
 }
 
-/// Adds the `@type`s of a JSON-LD value and of what it holds (a few levels deep).
-fn collect_types(value: &serde_json::Value, types: &mut Vec<String>, depth: usize) {
+/// Adds the `@type`s of a JSON-LD value and of what it holds (a few levels deep), and counts
+/// the items of a product type in `products`.
+fn collect_types(
+    value: &serde_json::Value,
+    types: &mut Vec<String>,
+    products: &mut usize,
+    depth: usize,
+) {
     if depth > 6 || types.len() > 64 {
         return;
     }
     match value {
         serde_json::Value::Array(items) => {
             for item in items {
-                collect_types(item, types, depth + 1);
+                collect_types(item, types, products, depth + 1);
             }
         }
         serde_json::Value::Object(object) => {
-            match object.get("@type") {
-                Some(serde_json::Value::String(name)) => push_type(types, name),
+            let names: Vec<&str> = match object.get("@type") {
+                Some(serde_json::Value::String(name)) => vec![name],
                 Some(serde_json::Value::Array(names)) => {
-                    for name in names.iter().filter_map(serde_json::Value::as_str) {
-                        push_type(types, name);
-                    }
+                    names.iter().filter_map(serde_json::Value::as_str).collect()
                 }
-                _ => {}
+                _ => Vec::new(),
+            };
+            let names: Vec<&str> = names.into_iter().filter_map(type_name).collect();
+            if names.iter().any(|name| PRODUCT_TYPES.contains(name)) {
+                *products += 1;
+            }
+            for name in names {
+                if !types.iter().any(|known| known == name) {
+                    types.push(name.to_owned());
+                }
             }
             for key in ["@graph", "mainEntity", "itemListElement"] {
                 if let Some(inner) = object.get(key) {
-                    collect_types(inner, types, depth + 1);
+                    collect_types(inner, types, products, depth + 1);
                 }
             }
         }
@@ -158,12 +207,11 @@ fn collect_types(value: &serde_json::Value, types: &mut Vec<String>, depth: usiz
     }
 }
 
-/// `https://schema.org/Product` and `schema:Product` are `Product`.
-fn push_type(types: &mut Vec<String>, name: &str) {
+/// A type's name without its vocabulary: `https://schema.org/Product` and `schema:Product`
+/// are `Product`; an empty name is none.
+fn type_name(name: &str) -> Option<&str> {
     let name = name.rsplit(['/', ':', '#']).next().unwrap_or(name).trim();
-    if !name.is_empty() && !types.iter().any(|known| known == name) {
-        types.push(name.to_owned());
-    }
+    (!name.is_empty()).then_some(name)
 }
 
 #[cfg(test)]
@@ -261,6 +309,65 @@ mod tests {
     }
 
     #[test]
+    fn several_products_make_a_collection_or_an_article_comparing_them() {
+        let ld = |json: &str| format!(r#"<script type="application/ld+json">{json}</script>"#);
+        let product = |name: &str| format!(r#"{{"@type":"Product","name":"{name}"}}"#);
+        let three = format!(
+            "[{},{},{}]",
+            product("Kettle"),
+            product("Toaster"),
+            product("Mixer")
+        );
+        assert_eq!(
+            page_type(&ld(&three), "https://example.test/kitchen"),
+            PageType::Collection
+        );
+        let item_list = format!(r#"{{"@type":"ItemList","itemListElement":{three}}}"#);
+        assert_eq!(
+            page_type(&ld(&item_list), "https://example.test/kitchen"),
+            PageType::Collection
+        );
+        // A review roundup says it is an article.
+        assert_eq!(
+            page_type(
+                &format!("{}{}", ld(r#"{"@type":"NewsArticle"}"#), ld(&three)),
+                "https://example.test/best-kettles"
+            ),
+            PageType::Article
+        );
+        // One product, with its variants inside it, is a product page.
+        let group = r#"{"@type":"ProductGroup","name":"Kettle",
+            "hasVariant":[{"@type":"Product"},{"@type":"Product"},{"@type":"Product"}]}"#;
+        assert_eq!(
+            page_type(&ld(group), "https://example.test/kettle"),
+            PageType::Product
+        );
+    }
+
+    #[test]
+    fn a_store_host_does_not_outweigh_the_path() {
+        assert_eq!(
+            page_type("", "https://shop.example.test/collections/socks"),
+            PageType::Collection
+        );
+        assert_eq!(
+            page_type(
+                "",
+                "https://shop.example.test/collections/socks/products/wool"
+            ),
+            PageType::Product
+        );
+        assert_eq!(
+            page_type("", "https://shop.example.test/wool-socks"),
+            PageType::Product
+        );
+        assert_eq!(
+            page_type("", "https://example.test/products/wool-socks"),
+            PageType::Product
+        );
+    }
+
+    #[test]
     fn the_url_and_og_type_speak_when_structured_data_is_silent() {
         assert_eq!(
             page_type("", "https://community.test/t/upgrade-help/42"),
@@ -276,6 +383,13 @@ mod tests {
                 "https://example.test/kettle"
             ),
             PageType::Product
+        );
+        assert_eq!(
+            page_type(
+                r#"<meta property="og:type" content="product.group">"#,
+                "https://example.test/kettles"
+            ),
+            PageType::Collection
         );
         assert_eq!(
             page_type("", "https://example.test/2024/05/a-story"),
