@@ -27,8 +27,18 @@ const PRODUCT_TYPES: [&str; 4] = [
 
 /// Products described in a page's JSON-LD from which it is about several, not one: a shop's
 /// category page lists them (often as an `ItemList`), a review roundup compares them. A product
-/// page describes its own product once (its variants sit inside it, under `hasVariant`).
+/// page describes its own product once (its variants sit inside it, under `hasVariant`; related
+/// products it lists beside it do not count against it).
 const SEVERAL_PRODUCTS: usize = 3;
+
+/// Items of a product type in a page's JSON-LD.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Products {
+    /// Described for themselves (top level, `@graph`, `mainEntity`).
+    own: usize,
+    /// Inside an `ItemList`'s `itemListElement`.
+    listed: usize,
+}
 
 /// What a page's own markup says it is.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -37,8 +47,9 @@ pub struct Signals {
     pub ld_types: Vec<String>,
     /// Open Graph's `og:type`, lowercased.
     pub og_type: Option<String>,
-    /// Items of a product type in its JSON-LD, each counted (`ld_types` names a type once).
-    products: usize,
+    /// Items of a product type in its JSON-LD, each counted (`ld_types` names a type once):
+    /// outside any item list, and within one.
+    products: Products,
     /// JSON-LD bytes read so far.
     json_ld_bytes: usize,
 }
@@ -52,7 +63,7 @@ impl Signals {
         }
         self.json_ld_bytes += text.len();
         if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-            collect_types(&value, &mut self.ld_types, &mut self.products, 0);
+            collect_types(&value, &mut self.ld_types, &mut self.products, false, 0);
         }
     }
 
@@ -90,7 +101,8 @@ pub fn classify(signals: &Signals, url: &Url) -> PageType {
         "ScholarlyArticle",
         "LiveBlogPosting",
     ]);
-    if signals.products >= SEVERAL_PRODUCTS {
+    let products = &signals.products;
+    if products.own != 1 && products.own + products.listed >= SEVERAL_PRODUCTS {
         // Several products: a category page, or an article comparing them (its own type says
         // so, and the rules below read it as the article it is).
         if !article_ld {
@@ -164,11 +176,12 @@ pub fn from_profile(profile: Profile) -> PageType {
 }
 
 /// Adds the `@type`s of a JSON-LD value and of what it holds (a few levels deep), and counts
-/// the items of a product type in `products`.
+/// the items of a product type in `products` (`listed`: `value` is in an item list).
 fn collect_types(
     value: &serde_json::Value,
     types: &mut Vec<String>,
-    products: &mut usize,
+    products: &mut Products,
+    listed: bool,
     depth: usize,
 ) {
     if depth > 6 || types.len() > 64 {
@@ -177,7 +190,7 @@ fn collect_types(
     match value {
         serde_json::Value::Array(items) => {
             for item in items {
-                collect_types(item, types, products, depth + 1);
+                collect_types(item, types, products, listed, depth + 1);
             }
         }
         serde_json::Value::Object(object) => {
@@ -190,7 +203,11 @@ fn collect_types(
             };
             let names: Vec<&str> = names.into_iter().filter_map(type_name).collect();
             if names.iter().any(|name| PRODUCT_TYPES.contains(name)) {
-                *products += 1;
+                if listed {
+                    products.listed += 1;
+                } else {
+                    products.own += 1;
+                }
             }
             for name in names {
                 if !types.iter().any(|known| known == name) {
@@ -199,7 +216,8 @@ fn collect_types(
             }
             for key in ["@graph", "mainEntity", "itemListElement"] {
                 if let Some(inner) = object.get(key) {
-                    collect_types(inner, types, products, depth + 1);
+                    let listed = listed || key == "itemListElement";
+                    collect_types(inner, types, products, listed, depth + 1);
                 }
             }
         }
@@ -334,6 +352,15 @@ mod tests {
                 "https://example.test/best-kettles"
             ),
             PageType::Article
+        );
+        // A product page listing related products beside its own is a product page.
+        let related = r#"{"@type":"Product","name":"Kettle"}"#;
+        assert_eq!(
+            page_type(
+                &format!("{}{}", ld(related), ld(&item_list)),
+                "https://example.test/kettle"
+            ),
+            PageType::Product
         );
         // One product, with its variants inside it, is a product page.
         let group = r#"{"@type":"ProductGroup","name":"Kettle",
