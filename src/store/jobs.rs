@@ -449,24 +449,36 @@ job_queries!(super::postgres::PgStore);
 mod tests {
     use super::super::sqlite::SqliteStore;
 
-    /// Starting the attempts of a batch of jobs looks each job up by its id: SQLite's planner,
-    /// left to itself, walks the status index for ten ids or more, reading every queued job.
-    #[tokio::test]
-    async fn starting_attempts_looks_jobs_up_by_id() {
+    /// A new SQLite store (its schema, no rows: SQLite plans without statistics either way),
+    /// with the directory that holds it.
+    async fn empty_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let store = SqliteStore::open(&dir.path().join("store.sqlite"))
             .await
             .expect("the store opens");
+        (dir, store)
+    }
+
+    /// The steps of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`'s detail column).
+    async fn query_plan(store: &SqliteStore, sql: &str) -> Vec<String> {
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(explain))
+            .fetch_all(&store.pool)
+            .await
+            .expect("the statement plans");
+        rows.into_iter().map(|(_, _, _, detail)| detail).collect()
+    }
+
+    /// Starting the attempts of a batch of jobs looks each job up by its id: SQLite's planner,
+    /// left to itself, walks the status index for ten ids or more, reading every queued job.
+    #[tokio::test]
+    async fn starting_attempts_looks_jobs_up_by_id() {
+        let (_dir, store) = empty_store().await;
         for n in [1_usize, 10, 64] {
             let ids: Vec<String> = (0..n).map(|i| format!("job-{i}")).collect();
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             let update = SqliteStore::start_attempts(&ids);
-            let explain = format!("EXPLAIN QUERY PLAN {}", update.sql().as_str());
-            let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(explain))
-                .fetch_all(&store.pool)
-                .await
-                .expect("the statement plans");
-            let plan: Vec<String> = rows.into_iter().map(|(_, _, _, detail)| detail).collect();
+            let plan = query_plan(&store, update.sql().as_str()).await;
             assert!(
                 plan.iter()
                     .any(|step| step.contains("jobs") && step.contains("(id=?)")),
@@ -484,16 +496,8 @@ mod tests {
     /// their partial index, not every job of the batch in id order (quadratic over a batch).
     #[tokio::test]
     async fn claiming_a_batch_completion_reads_only_its_open_jobs() {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let store = SqliteStore::open(&dir.path().join("store.sqlite"))
-            .await
-            .expect("the store opens");
-        let explain = format!("EXPLAIN QUERY PLAN {}", super::CLAIM_BATCH_COMPLETION);
-        let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(explain))
-            .fetch_all(&store.pool)
-            .await
-            .expect("the statement plans");
-        let plan: Vec<String> = rows.into_iter().map(|(_, _, _, detail)| detail).collect();
+        let (_dir, store) = empty_store().await;
+        let plan = query_plan(&store, super::CLAIM_BATCH_COMPLETION).await;
         assert!(
             plan.iter()
                 .any(|step| step.contains("USING INDEX jobs_batch_open (batch_id=?)")),

@@ -194,24 +194,29 @@ fn collect_types(
             }
         }
         serde_json::Value::Object(object) => {
-            let names: Vec<&str> = match object.get("@type") {
-                Some(serde_json::Value::String(name)) => vec![name],
-                Some(serde_json::Value::Array(names)) => {
-                    names.iter().filter_map(serde_json::Value::as_str).collect()
-                }
-                _ => Vec::new(),
+            let names = match object.get("@type") {
+                Some(name @ serde_json::Value::String(_)) => std::slice::from_ref(name),
+                Some(serde_json::Value::Array(names)) => names.as_slice(),
+                _ => &[],
             };
-            let names: Vec<&str> = names.into_iter().filter_map(type_name).collect();
-            if names.iter().any(|name| PRODUCT_TYPES.contains(name)) {
+            let mut product = false;
+            for name in names
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .filter_map(type_name)
+            {
+                product |= PRODUCT_TYPES
+                    .iter()
+                    .any(|known| known.eq_ignore_ascii_case(name));
+                if !types.iter().any(|known| known == name) {
+                    types.push(name.to_owned());
+                }
+            }
+            if product {
                 if listed {
                     products.listed += 1;
                 } else {
                     products.own += 1;
-                }
-            }
-            for name in names {
-                if !types.iter().any(|known| known == name) {
-                    types.push(name.to_owned());
                 }
             }
             for key in ["@graph", "mainEntity", "itemListElement"] {
