@@ -87,6 +87,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     let (mut meta, signals) = read_head(&document, page_url);
     let page_type = page_type::classify(&signals, page_url);
     meta.page_type = Some(page_type);
+    let title = document_title(&document);
     let visible = prune::prune(&document);
     if format == Format::Markdown {
         code_lang::label(&visible.pres);
@@ -108,7 +109,8 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         html.into()
     };
     if page_type != PageType::Article
-        && let Some(mut found) = by_page_type(&source, page_url, format, Some(page_type))
+        && let Some(mut found) =
+            by_page_type(&source, page_url, format, Some(page_type), title.as_deref())
     {
         if page_type == PageType::Product
             && let Some(block) = product_block(
@@ -155,7 +157,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
             };
             let doubt = Doubt::of(&plain, body_chars, signals.declares_article());
             if doubt.any()
-                && let Some(found) = by_page_type(&source, page_url, format, None)
+                && let Some(found) = by_page_type(&source, page_url, format, None, title.as_deref())
                 && doubt.prefers(found.plain_chars)
             {
                 return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
@@ -171,7 +173,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         }
         _ => {
             if body_chars >= AUTO_MIN_BODY_CHARS
-                && let Some(found) = by_page_type(&source, page_url, format, None)
+                && let Some(found) = by_page_type(&source, page_url, format, None, title.as_deref())
             {
                 return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
             }
@@ -552,12 +554,15 @@ impl ByPageType {
 /// product's description and specifications, a listing's items, a service page's sections.
 /// Measured on the WCXB dev split, it beats Readability on every type but articles (where
 /// the two tie and Readability is several times faster). `None` for HTML output (it has no
-/// cleaned HTML for every page), and when it finds (almost) nothing.
+/// cleaned HTML for every page), and when it finds (almost) nothing: under
+/// [`BY_PAGE_TYPE_MIN_CHARS`], or nothing but the page's `title` (what it answers for a page
+/// whose body is empty until scripts run, [`repeats_only`]).
 fn by_page_type(
     html: &str,
     page_url: &Url,
     format: Format,
     page_type: Option<PageType>,
+    title: Option<&str>,
 ) -> Option<ByPageType> {
     if format == Format::Html {
         return None;
@@ -570,6 +575,9 @@ fn by_page_type(
         ..rs_trafilatura::Options::default()
     };
     let found = rs_trafilatura::extract_with_options(html, &options).ok()?;
+    if title.is_some_and(|title| repeats_only(&found.content_text, title)) {
+        return None;
+    }
     let plain_chars = prune::visible_len(&found.content_text);
     let text = match format {
         // rs-trafilatura writes its markdown from the answer's HTML, and its converter loses
@@ -595,6 +603,34 @@ fn by_page_type(
         lang: found.metadata.language,
         description: found.metadata.description,
     })
+}
+
+/// The text of the document's `<title>`, whitespace collapsed, read from `<head>`'s children
+/// (no walk of the body). `None` when there is none or it is blank.
+fn document_title(document: &Document) -> Option<String> {
+    let html = document.root().element_children().into_iter().next()?;
+    let head = html
+        .element_children()
+        .into_iter()
+        .find(|child| child.has_name("head"))?;
+    let title = head
+        .element_children()
+        .into_iter()
+        .find(|child| child.has_name("title"))?;
+    Some(collapse_whitespace(&title.text())).filter(|title| !title.is_empty())
+}
+
+/// Whether `text` says nothing but `title`, once or several times: under
+/// [`BY_PAGE_TYPE_MIN_CHARS`] visible characters are left when every occurrence of it is set
+/// aside (whitespace ignored on both sides). rs-trafilatura answers so for a page whose body
+/// is empty until its scripts run (measured on the WCXB dev split: 8 pages, forum threads
+/// served as a Discourse shell, a product and a listing rendered client-side; the title said
+/// three times): the page holds no content, which the caller reports as such instead.
+fn repeats_only(text: &str, title: &str) -> bool {
+    let visible = |s: &str| s.split_whitespace().collect::<String>();
+    let title = visible(title);
+    !title.is_empty()
+        && prune::visible_len(&visible(text).replace(&title, "")) < BY_PAGE_TYPE_MIN_CHARS
 }
 
 /// rs-trafilatura's markdown holding less than this share of its plain answer's visible
@@ -954,6 +990,42 @@ mod tests {
             );
             assert!(extracted.body_chars > 600, "{}", extracted.body_chars);
         }
+    }
+
+    #[test]
+    fn a_shell_with_nothing_but_its_title_has_no_content() {
+        // A forum thread whose posts arrive by script: the body holds no text at all, and
+        // rs-trafilatura's forum profile answered with the <title> three times.
+        let html = "<html><head><title>Why is my build slow on a cold cache? - Help - Example \
+                    Forum</title></head><body><section id=d-splash><div class=dots></div>\
+                    </section><section id=main></section><form style=\"display: none\"><input \
+                    name=username></form><script>start()</script></body></html>";
+        let page = Url::parse("https://forum.example.org/t/why-is-my-build-slow/4242").unwrap();
+        for format in [Format::Markdown, Format::Text] {
+            let extracted = extract_html(html, &page, format).expect("extracts");
+            assert_eq!(extracted.meta.page_type, Some(PageType::Forum));
+            assert!(
+                !extracted.text.contains("cold cache"),
+                "{format:?}: {:?}",
+                extracted.text
+            );
+        }
+    }
+
+    #[test]
+    fn a_title_said_again_and_again_is_told_from_text_beside_it() {
+        let title = "Arrival T-Shirt | Example Store";
+        assert!(repeats_only(&title.repeat(3), title));
+        assert!(repeats_only(
+            &format!("{title}\n\n  {title}\n{title}"),
+            title
+        ));
+        let described = format!(
+            "{title}\n\nA lightweight training top with sweat-wicking fabric, flatlock seams \
+             and a straight hem."
+        );
+        assert!(!repeats_only(&described, title));
+        assert!(!repeats_only(&described, ""));
     }
 
     #[test]
