@@ -178,7 +178,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
                 return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
             }
             warnings.push("no article found: the whole page body was converted".to_owned());
-            let (title, text) = convert_whole_body(html, format, noscript_used);
+            let text = convert_whole_body(html, format, noscript_used);
             (title, text, Extractor::Fallback)
         }
     };
@@ -208,7 +208,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
 /// parsing budget as [`extract_html`].
 pub fn extract_whole_page(html: &str, format: Format) -> Result<String, Error> {
     budget::admit(html)?;
-    let (_, text) = convert_body(
+    let text = convert_body(
         html,
         format,
         "script, style, noscript, template, svg, iframe",
@@ -606,7 +606,9 @@ fn by_page_type(
 }
 
 /// The text of the document's `<title>`, whitespace collapsed, read from `<head>`'s children
-/// (no walk of the body). `None` when there is none or it is blank.
+/// (no walk of the body), before Readability takes the document: what the page-type
+/// extractor's answer is checked against ([`repeats_only`]), and the title of a page whose
+/// whole body is converted. `None` when there is none or it is blank.
 fn document_title(document: &Document) -> Option<String> {
     let html = document.root().element_children().into_iter().next()?;
     let head = html
@@ -668,8 +670,8 @@ fn uses_noscript(visible: &prune::Visible<'_>) -> bool {
 
 /// Converts the whole body (minus scripts, styles, navigation chrome) when Readability finds
 /// no article, `<noscript>` content kept when it is the page. Parses again: Readability
-/// consumed the first document.
-fn convert_whole_body(html: &str, format: Format, keep_noscript: bool) -> (Option<String>, String) {
+/// consumed the first document (whose `<title>` the caller read before it did).
+fn convert_whole_body(html: &str, format: Format, keep_noscript: bool) -> String {
     let remove = if keep_noscript {
         "script, style, template, svg, iframe, nav, form, button"
     } else {
@@ -678,20 +680,18 @@ fn convert_whole_body(html: &str, format: Format, keep_noscript: bool) -> (Optio
     convert_body(html, format, remove)
 }
 
-/// The page's title and its body as `format`, the elements matching `remove` left out.
-fn convert_body(html: &str, format: Format, remove: &str) -> (Option<String>, String) {
+/// The page's body as `format`, the elements matching `remove` left out.
+fn convert_body(html: &str, format: Format, remove: &str) -> String {
     let document = Document::from(html);
     flatten_deep_nesting(&document, MAX_DEPTH);
-    let title = Some(document.select("title").text().trim().to_owned()).filter(|t| !t.is_empty());
     document.select(remove).remove();
     let body = document.select("body");
-    let text = match (format, body.nodes().first()) {
+    match (format, body.nodes().first()) {
         (_, None) => String::new(),
         (Format::Markdown, Some(node)) => node.md(None).to_string(),
         (Format::Text, Some(node)) => node.formatted_text().to_string(),
         (Format::Html, Some(node)) => node.inner_html().to_string(),
-    };
-    (title, text)
+    }
 }
 
 /// Replaces the children of every element at `max_depth` with their text. Iterative, so the
