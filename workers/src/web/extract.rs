@@ -19,6 +19,7 @@ use url::Url;
 use super::budget;
 use super::code_lang;
 use super::normalize::normalize_url;
+use super::noscript;
 use super::page_type::{self, Signals};
 use super::prune;
 use crate::job::{Extractor, Format, Meta, PageType};
@@ -77,6 +78,9 @@ pub enum Error {
 /// built.
 pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extracted, Error> {
     budget::admit(html)?;
+    // A raw-text element left open in <noscript> would take the rest of the page.
+    let closed = noscript::close_raw_text(html);
+    let html: &str = &closed;
     let document = Document::from(html);
     let mut warnings: Vec<String> = Vec::new();
     let flattened = flatten_deep_nesting(&document, MAX_DEPTH);
@@ -209,7 +213,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
 pub fn extract_whole_page(html: &str, format: Format) -> Result<String, Error> {
     budget::admit(html)?;
     let text = convert_body(
-        html,
+        &noscript::close_raw_text(html),
         format,
         "script, style, noscript, template, svg, iframe",
     );

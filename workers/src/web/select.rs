@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use dom_query::{Document, Matcher, NodeId};
 
 use super::budget;
+use super::noscript;
 
 /// Most selectors in one list: each is a walk over the whole tree.
 pub const MAX_SELECTORS: usize = 64;
@@ -84,7 +85,7 @@ pub fn apply(html: &str, include: &[String], exclude: &[String]) -> Result<Selec
     let include = matchers(include)?;
     let exclude = matchers(exclude)?;
     budget::admit(html)?;
-    let document = Document::from(html);
+    let document = Document::from(&*noscript::close_raw_text(html));
     let mut removed = 0;
     for matcher in &exclude {
         let matched = document.select_matcher(matcher);
