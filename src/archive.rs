@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use trawl_workers::archive::chunk::{ChunkOptions, chunk_markdown, strip_link_destinations};
 use trawl_workers::archive::index::{self, Added, ArchiveIndex, ArchiveWriter, PageDoc};
-use trawl_workers::archive::page_text::rest_of_page;
+use trawl_workers::archive::page_text::{rest_of_lines, rest_of_page};
 use trawl_workers::archive::warc::{self, Exchange, Revisit, RollingWriter};
 use trawl_workers::web::charset;
 
@@ -311,13 +311,17 @@ impl Archiver {
             None
         };
         // Only a pool that opened has pages held for it (another process may hold the writer).
-        store.hold_for_archive(if config.warc {
-            store::RawBodies::All
-        } else if config.page_text && index.indexes_page_text() {
-            store::RawBodies::Html
-        } else {
-            store::RawBodies::None
-        });
+        let page_text = config.page_text && index.indexes_page_text();
+        store.hold_for_archive(
+            if config.warc {
+                store::RawBodies::All
+            } else if page_text {
+                store::RawBodies::Html
+            } else {
+                store::RawBodies::None
+            },
+            page_text,
+        );
         Ok(Archiver {
             store,
             index,
@@ -500,9 +504,9 @@ impl Archiver {
             .ok_or_else(|| Error::Task("an earlier archive step failed midway".to_owned()))
     }
 
-    /// Reads what archiving a page needs from the store: its text; for its WARC records or
-    /// its page documents, its raw body; for its WARC records, the earlier record of the same
-    /// body, if any.
+    /// Reads what archiving a page needs from the store: its text; for its page documents,
+    /// its visible lines as its fetch read them when they are still held, else its raw body;
+    /// for its WARC records, its raw body and the earlier record of the same body, if any.
     async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
         let text = self.store.text_to_archive(&page.content_hash).await?;
         let warc_due = self.config.warc && page.warc_record_id.is_none();
@@ -510,7 +514,12 @@ impl Archiver {
         // them.
         let page_text =
             self.config.page_text && self.index.indexes_page_text() && page.info.is_html();
-        let raw = if warc_due || page_text {
+        let lines = if page_text {
+            self.store.lines_to_archive(&page.raw_hash)
+        } else {
+            None
+        };
+        let raw = if warc_due || (page_text && lines.is_none()) {
             Some(
                 self.store
                     .raw_to_archive(&page.raw_hash)
@@ -531,6 +540,7 @@ impl Archiver {
             page,
             text,
             raw,
+            lines,
             warc_due,
             page_text,
             original,
@@ -542,8 +552,11 @@ impl Archiver {
 struct Input {
     page: ArchivePage,
     text: String,
-    /// The raw body, when its WARC records are still to be written or its page text indexed.
+    /// The raw body, when its WARC records are still to be written or its page text indexed
+    /// without its lines.
     raw: Option<Vec<u8>>,
+    /// Its visible lines as its fetch read them, when they were held.
+    lines: Option<String>,
     /// Its WARC records are still to be written.
     warc_due: bool,
     /// Its visible text outside the extracted content is to be indexed.
@@ -583,12 +596,14 @@ fn archive_one(
     }
     let content = strip_link_destinations(&input.text);
     let chunks = chunk_markdown(&content, options);
-    let rest = match (&input.raw, input.page_text) {
-        (Some(raw), true) => {
+    let rest = match (&input.lines, &input.raw, input.page_text) {
+        (_, _, false) => String::new(),
+        (Some(lines), _, true) => rest_of_lines(lines, &content),
+        (None, Some(raw), true) => {
             let html = charset::decode(raw, Some(&page.info.content_type), true).text;
             rest_of_page(&html, &content)
         }
-        _ => String::new(),
+        (None, None, true) => String::new(),
     };
     let host = url::Url::parse(&page.url)
         .ok()

@@ -78,6 +78,7 @@ impl PageRow {
             headers: &fetched.headers,
             ip: fetched.ip,
             archive,
+            lines: fetched.lines.as_deref(),
             attempt,
             tenant,
         }

@@ -537,6 +537,7 @@ async fn run_fetch(
         headers: &fetched.headers,
         ip: fetched.ip,
         archive: job.archive,
+        lines: fetched.lines.as_deref(),
         attempt: Some(attempt),
         tenant: envelope.tenant.as_str(),
     };

@@ -247,6 +247,11 @@ impl<V> Held<V> {
         self.held.store(true, Ordering::Relaxed);
     }
 
+    /// Blobs are kept ([`Held::hold`]).
+    fn is_held(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
+    }
+
     /// Keeps nothing from now on, and drops what is held.
     fn release(&self) {
         self.held.store(false, Ordering::Relaxed);
@@ -320,7 +325,11 @@ impl<V> std::fmt::Debug for Held<V> {
 pub(super) struct ForArchive {
     texts: Held<String>,
     raws: Held<Vec<u8>>,
-    /// Only HTML pages' raw bodies are held ([`RawBodies::Html`]).
+    /// HTML pages' visible lines read as they were extracted (`web::lines`), by raw hash:
+    /// what the pool's page documents are made of, without parsing the raw body again.
+    lines: Held<String>,
+    /// Only HTML pages' raw bodies are held ([`RawBodies::Html`]), and only when their
+    /// lines are not.
     raws_of_html_only: AtomicBool,
     /// Woken when the pool's takes made room, and when it lets go.
     taken: tokio::sync::Notify,
@@ -344,6 +353,7 @@ impl ForArchive {
         ForArchive {
             texts: Held::new(),
             raws: Held::new(),
+            lines: Held::new(),
             raws_of_html_only: AtomicBool::new(false),
             taken: tokio::sync::Notify::new(),
         }
@@ -353,6 +363,7 @@ impl ForArchive {
     pub(super) fn release(&self) {
         self.texts.release();
         self.raws.release();
+        self.lines.release();
         self.taken.notify_waiters();
     }
 
@@ -366,7 +377,7 @@ impl ForArchive {
                 tokio::pin!(taken);
                 // Registered before the check, so a take between the two is not missed.
                 taken.as_mut().enable();
-                if !self.texts.crowded() && !self.raws.crowded() {
+                if !self.crowded() {
                     return;
                 }
                 taken.await;
@@ -375,9 +386,13 @@ impl ForArchive {
         let _ = waited.await;
     }
 
-    /// From now on, the texts and the `raws` of pages to archive are kept.
-    pub(super) fn hold(&self, raws: RawBodies) {
+    /// From now on, the texts and the `raws` of pages to archive are kept, and with
+    /// `lines`, HTML pages' visible lines.
+    pub(super) fn hold(&self, raws: RawBodies, lines: bool) {
         self.texts.hold();
+        if lines {
+            self.lines.hold();
+        }
         if raws != RawBodies::None {
             self.raws_of_html_only
                 .store(raws == RawBodies::Html, Ordering::Relaxed);
@@ -385,8 +400,10 @@ impl ForArchive {
         }
     }
 
-    /// Keeps a page being stored: its text under `content_hash`, its raw body under
-    /// `raw_hash` (when the pool reads it: `html` says whether the page is HTML).
+    /// Keeps a page being stored: its text under `content_hash`, its raw body and its
+    /// visible lines (when it has them) under `raw_hash`, each when the pool reads it (`html`
+    /// says whether the page is HTML). The raw body of an HTML page whose lines are held is
+    /// not, unless the pool writes WARC records.
     pub(super) fn remember(
         &self,
         content_hash: &str,
@@ -394,9 +411,22 @@ impl ForArchive {
         raw_hash: &str,
         raw: Vec<u8>,
         html: bool,
+        lines: Option<String>,
     ) {
         self.texts.remember(content_hash, text.len(), || text);
-        if html || !self.raws_of_html_only.load(Ordering::Relaxed) {
+        let lines_held = match lines {
+            Some(lines) if html && self.lines.is_held() => {
+                self.lines.remember(raw_hash, lines.len(), || lines);
+                true
+            }
+            _ => false,
+        };
+        let raw_read = if self.raws_of_html_only.load(Ordering::Relaxed) {
+            html && !lines_held
+        } else {
+            true
+        };
+        if raw_read {
             self.raws.remember(raw_hash, raw.len(), || raw);
         }
     }
@@ -405,6 +435,7 @@ impl ForArchive {
     pub(super) fn forget(&self, content_hash: &str, raw_hash: &str) {
         self.texts.take(content_hash);
         self.raws.take(raw_hash);
+        self.lines.take(raw_hash);
         self.made_room();
     }
 
@@ -414,6 +445,7 @@ impl ForArchive {
     pub(super) fn drop_unclaimed(&self) {
         self.texts.drop_unclaimed();
         self.raws.drop_unclaimed();
+        self.lines.drop_unclaimed();
         self.made_room();
     }
 
@@ -431,17 +463,29 @@ impl ForArchive {
         raw
     }
 
+    /// Takes the visible lines of the page whose raw body is `raw_hash`, when they are held.
+    pub(super) fn take_lines(&self, raw_hash: &str) -> Option<String> {
+        let lines = self.lines.take(raw_hash);
+        self.made_room();
+        lines
+    }
+
+    /// Some of what is held fills most of its bound.
+    fn crowded(&self) -> bool {
+        self.texts.crowded() || self.raws.crowded() || self.lines.crowded()
+    }
+
     /// Wakes the pages waiting for room once there is room (not at every take: a lagging pool
     /// takes a page at a time, and each wake-up would have every waiting page look again).
     fn made_room(&self) {
-        if !self.texts.crowded() && !self.raws.crowded() {
+        if !self.crowded() {
             self.taken.notify_waiters();
         }
     }
 
-    /// How many texts and raw bodies are held.
+    /// How many texts, and raw bodies or visible lines, are held.
     pub(super) fn counts(&self) -> (usize, usize) {
-        (self.texts.len(), self.raws.len())
+        (self.texts.len(), self.raws.len() + self.lines.len())
     }
 }
 
@@ -479,13 +523,14 @@ mod tests {
                     &format!("r{index}"),
                     vec![0; piece],
                     true,
+                    None,
                 );
             }
         };
         fill(0);
         assert!(held.room().now_or_never().is_some(), "no pool: no wait");
 
-        held.hold(RawBodies::All);
+        held.hold(RawBodies::All, false);
         fill(0);
         assert_eq!(held.counts(), (12, 12));
         assert!(
@@ -536,7 +581,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stuck_pool_slows_pages_down_but_never_stops_them() {
         let held = ForArchive::new();
-        held.hold(RawBodies::All);
+        held.hold(RawBodies::All, false);
         for index in 0..12 {
             held.remember(
                 &format!("t{index}"),
@@ -544,6 +589,7 @@ mod tests {
                 &format!("r{index}"),
                 vec![0; HELD_BYTES / 16],
                 true,
+                None,
             );
         }
         let started = tokio::time::Instant::now();
@@ -559,11 +605,46 @@ mod tests {
             (RawBodies::All, 1, 1),
         ] {
             let held = ForArchive::new();
-            held.hold(raws);
-            held.remember("t1", "a".to_owned(), "r1", vec![1], true);
+            held.hold(raws, false);
+            held.remember("t1", "a".to_owned(), "r1", vec![1], true, None);
             assert_eq!(held.counts(), (1, html), "{raws:?}, an HTML page");
-            held.remember("t2", "b".to_owned(), "r2", vec![2], false);
+            held.remember("t2", "b".to_owned(), "r2", vec![2], false, None);
             assert_eq!(held.counts(), (2, html + other), "{raws:?}, another page");
+            held.remember("t3", "c".to_owned(), "r3", vec![3], true, Some("c".into()));
+            assert_eq!(
+                held.take_lines("r3"),
+                None,
+                "lines only when the pool reads them"
+            );
+        }
+    }
+
+    #[test]
+    fn an_html_pages_lines_take_the_place_of_its_raw_body_unless_warc_needs_it() {
+        for (raws, raw_held) in [(RawBodies::Html, false), (RawBodies::All, true)] {
+            let held = ForArchive::new();
+            held.hold(raws, true);
+            held.remember(
+                "t1",
+                "a".to_owned(),
+                "r1",
+                vec![1],
+                true,
+                Some("a\nb".into()),
+            );
+            assert_eq!(held.take_lines("r1").as_deref(), Some("a\nb"), "{raws:?}");
+            assert_eq!(held.take_lines("r1"), None, "taken once");
+            assert_eq!(held.take_raw("r1").is_some(), raw_held, "{raws:?}");
+            // A page without lines (rendered by the browser, read back): its raw body, as
+            // before; and lines of a page that is not HTML are not kept.
+            held.remember("t2", "b".to_owned(), "r2", vec![2], true, None);
+            assert_eq!(held.take_raw("r2"), Some(vec![2]), "{raws:?}");
+            held.remember("t3", "c".to_owned(), "r3", vec![3], false, Some("c".into()));
+            assert_eq!(held.take_lines("r3"), None, "{raws:?}");
+            held.remember("t4", "d".to_owned(), "r4", vec![4], true, Some("d".into()));
+            held.forget("t4", "r4");
+            // Left: the three texts (never taken here), and under WARC page 3's raw body.
+            assert_eq!(held.counts(), (3, usize::from(raw_held)), "{raws:?}");
         }
     }
 

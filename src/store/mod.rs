@@ -242,12 +242,13 @@ impl Store {
         self.texts.keep_written();
     }
 
-    /// Keeps the texts, and the raw bodies the pool reads (`raws`), of pages to archive stored
-    /// from now on (bounded in memory), for [`Store::text_to_archive`] and
-    /// [`Store::raw_to_archive`]: the archive pool of this process calls it as it opens. A
-    /// process without a pool keeps neither.
-    pub fn hold_for_archive(&self, raws: RawBodies) {
-        self.for_archive.hold(raws);
+    /// Keeps the texts, the raw bodies the pool reads (`raws`) and, with `lines`, HTML pages'
+    /// visible lines as their fetch read them, of pages to archive stored from now on (bounded
+    /// in memory), for [`Store::text_to_archive`], [`Store::raw_to_archive`] and
+    /// [`Store::lines_to_archive`]: the archive pool of this process calls it as it opens. A
+    /// process without a pool keeps none.
+    pub fn hold_for_archive(&self, raws: RawBodies, lines: bool) {
+        self.for_archive.hold(raws, lines);
     }
 
     /// The archive pool of this process found nothing to archive: what was held for it before
@@ -284,8 +285,8 @@ impl Store {
         Texts::decode(content_hash, self.blob(content_hash).await?)
     }
 
-    /// How many texts and raw bodies are held for this process's archive pool, not yet taken
-    /// (diagnostics, and the tests' view of what is in memory).
+    /// How many texts, and raw bodies or visible lines, are held for this process's archive
+    /// pool, not yet taken (diagnostics, and the tests' view of what is in memory).
     pub fn held_for_archive(&self) -> (usize, usize) {
         self.for_archive.counts()
     }
@@ -297,6 +298,13 @@ impl Store {
             Some(raw) => Ok(Some(raw)),
             None => self.blob(raw_hash).await,
         }
+    }
+
+    /// The visible lines (`web::lines`) of the page whose raw body is `raw_hash`, as its fetch
+    /// read them, when this process still holds them (each is handed out once); `None` tells
+    /// the pool to read them from the raw body.
+    pub fn lines_to_archive(&self, raw_hash: &str) -> Option<String> {
+        self.for_archive.take_lines(raw_hash)
     }
 
     /// Like [`Store::text`], without a copy when the text is in memory.

@@ -308,6 +308,9 @@ pub struct NewPage<'a> {
     pub ip: Option<std::net::IpAddr>,
     /// Whether the archive pool should take the page.
     pub archive: bool,
+    /// Its visible lines, one per block, as its fetch read them (`Fetched::lines`): held for
+    /// this process's archive pool with the page, never stored.
+    pub lines: Option<&'a str>,
     /// The attempt that fetched it: the page is stored and the job ends only if this is
     /// still the job's latest attempt (`None`: no check).
     pub attempt: Option<u32>,

@@ -155,7 +155,14 @@ impl Writer {
         // Held before the page is committed, so that the pool never finds a page to archive
         // whose text and raw body are not held yet (and then held for nobody).
         if page.archive {
-            for_archive.remember(&content_hash, text, &raw_hash, raw, page.info.is_html());
+            for_archive.remember(
+                &content_hash,
+                text,
+                &raw_hash,
+                raw,
+                page.info.is_html(),
+                page.lines.map(str::to_owned),
+            );
         }
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)
             .map(|timestamp| timestamp.as_millisecond())

@@ -237,8 +237,10 @@ async fn an_archive_pool_stopped_before_its_commit_resumes_without_duplicates() 
     );
     // The open pool holds what its process stores for it, and lets go of it as it ends (no
     // page to archive would wait for a pool that is gone).
+    // Its text; its raw body (for its WARC records) and its visible lines (for its page
+    // document, read as it was extracted).
     fetch_for_archive(&context, &server, &["/site/7".to_owned()]).await;
-    assert_eq!(context.store.held_for_archive(), (1, 1));
+    assert_eq!(context.store.held_for_archive(), (1, 2));
     drop(holder);
     assert_eq!(context.store.held_for_archive(), (0, 0));
     fetch_for_archive(&context, &server, &["/site/8".to_owned()]).await;

@@ -108,11 +108,12 @@ async fn a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry(db: Te
         headers: &[],
         ip: None,
         archive: true,
+        lines: None,
         attempt: None,
         tenant: trawl::tenant::DEFAULT,
     };
     // As with an archive pool in the process: a page not stored is not held for it either.
-    store.hold_for_archive(trawl::store::RawBodies::All);
+    store.hold_for_archive(trawl::store::RawBodies::All, false);
     let (_, ended) = store
         .finish_with_page(&ids[1], page, |_| "{}".to_owned())
         .await
@@ -201,6 +202,7 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs(db:
                 headers: &[],
                 ip: None,
                 archive: n % 2 == 0,
+                lines: None,
                 attempt: None,
                 tenant: trawl::tenant::DEFAULT,
             };
@@ -503,7 +505,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         if n == 1 {
             // As an archive pool opening in this process does: the texts and raw bodies of
             // pages to archive stored from now on are held for it (page 0's are not).
-            store.hold_for_archive(trawl::store::RawBodies::All);
+            store.hold_for_archive(trawl::store::RawBodies::All, false);
         }
         assert_eq!(
             store.begin_attempt(id).await.expect("starts"),
@@ -522,6 +524,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
             headers: &[("content-type".to_owned(), "text/html".to_owned())],
             ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             archive: n != 1,
+            lines: None,
             attempt: Some(1),
             tenant: trawl::tenant::DEFAULT,
         };
@@ -833,6 +836,7 @@ async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
         headers: &[],
         ip: None,
         archive: false,
+        lines: None,
         attempt: Some(attempt),
         tenant: trawl::tenant::DEFAULT,
     };
@@ -1044,6 +1048,7 @@ async fn jobs_crawls_and_pages_belong_to_their_tenant(db: TestDb) {
         headers: &[],
         ip: None,
         archive: false,
+        lines: None,
         attempt: None,
         tenant: acme.as_str(),
     };
@@ -1151,6 +1156,7 @@ async fn jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor(
         headers: &[],
         ip: None,
         archive: false,
+        lines: None,
         attempt: None,
         tenant: trawl::tenant::DEFAULT,
     };

@@ -242,6 +242,10 @@ pub struct Fetched {
     pub headers: Vec<(String, String)>,
     /// The address the final response came from, for WARC.
     pub ip: Option<std::net::IpAddr>,
+    /// The page's visible text before extraction, one line per block (`web::lines`), read
+    /// from the extraction's tree for a job going to the archive (`FetchJob::archive`): the
+    /// archive pool finds the page's rest in it without parsing the raw body again.
+    pub lines: Option<String>,
 }
 
 /// Why a fetch produced no page.
@@ -425,11 +429,19 @@ pub async fn run_guarded(
             let decoded = charset::decode(&response.body, response.content_type(), true);
             warnings.extend(decoded.warning);
             let page_url = response.final_url.clone();
-            let extracted =
-                match extract_document(deps, decoded.text, page_url, status, job.format).await {
-                    Err(Error::HttpStatus { .. }) => return Err(status_error(&response)),
-                    other => other?,
-                };
+            let extracted = match extract_document(
+                deps,
+                decoded.text,
+                page_url,
+                status,
+                job.format,
+                job.archive,
+            )
+            .await
+            {
+                Err(Error::HttpStatus { .. }) => return Err(status_error(&response)),
+                other => other?,
+            };
             ("text/html".to_owned(), extracted)
         }
     };
@@ -483,6 +495,7 @@ pub async fn run_guarded(
         raw: response.body,
         headers,
         ip: response.remote_addr.map(|addr| addr.ip()),
+        lines: extracted.lines,
     })
 }
 
@@ -688,20 +701,24 @@ async fn ask(
         raw: Bytes::from(raw),
         headers: vec![("content-type".to_owned(), raw_type.to_owned())],
         ip: None,
+        lines: None,
     })
 }
 
 /// Extracts an HTML document (fetched, or as the browser rendered it) and refuses block pages:
 /// a challenge or a login wall is [`Error::BlockPage`] whatever the status; an error status
 /// with an empty page is [`Error::HttpStatus`] (without headers: the caller adds them).
+/// `read_lines`: the page's visible lines are read too ([`extract::Extracted::lines`]).
 pub async fn extract_document(
     deps: &Deps,
     html: String,
     page_url: Url,
     status: u16,
     format: Format,
+    read_lines: bool,
 ) -> Result<extract::Extracted, Error> {
-    let (extracted, block) = extract_unjudged(deps, html, page_url, status, format).await?;
+    let (extracted, block) =
+        extract_unjudged(deps, html, page_url, status, format, read_lines).await?;
     match block {
         // An error status with a small page is an error status; a challenge or a login wall
         // says more than the status does.
@@ -725,13 +742,18 @@ pub async fn extract_unjudged(
     page_url: Url,
     status: u16,
     format: Format,
+    read_lines: bool,
 ) -> Result<(extract::Extracted, Option<BlockPage>), Error> {
     spawn_extraction(deps, move || {
-        let extracted =
-            extract::extract_html(&html, &page_url, format).map_err(|error| match error {
-                extract::Error::Limit(exceeded) => Error::ExtractionBudget(exceeded),
-                other => Error::Extraction(other.to_string()),
-            })?;
+        let extracted = if read_lines {
+            extract::extract_html_reading_lines(&html, &page_url, format)
+        } else {
+            extract::extract_html(&html, &page_url, format)
+        }
+        .map_err(|error| match error {
+            extract::Error::Limit(exceeded) => Error::ExtractionBudget(exceeded),
+            other => Error::Extraction(other.to_string()),
+        })?;
         let block = blockpage::detect(status, &html, &extracted);
         Ok((extracted, block))
     })
@@ -803,6 +825,7 @@ fn passthrough(text: String, extractor: Extractor) -> extract::Extracted {
         links: Vec::new(),
         meta: Meta::default(),
         outline: Vec::new(),
+        lines: None,
     }
 }
 

@@ -6,12 +6,14 @@
 //! dev split's known-item check: 60 of the 66 queries trawl missed asked for words the
 //! extracted text lacked).
 //!
-//! How: lol_html streams the page once (no tree, linear time, attributes never parsed: 1.8x
-//! faster than html5ever's tokenizer on the WCXB dev pages) and hands over the text outside
-//! `<head>`, scripts, styles, templates and SVG, one line per block element; `<noscript>`
-//! content is read as markup, as extraction reads it. A line whose words are a line of the
-//! extracted content is dropped, and so is a line seen before. At most [`MAX_CHARS`]
-//! characters are kept.
+//! How: the page's visible lines (`web::lines`: one per block element, outside `<head>`,
+//! scripts, styles, templates and SVG) come from the fetch that extracted the page, read from
+//! its DOM as it was built anyway ([`rest_of_lines`]); for a page whose lines were not handed
+//! over (a page read back from the store), lol_html streams its raw body once (no tree,
+//! linear time, attributes never parsed: 1.8x faster than html5ever's tokenizer on the WCXB
+//! dev pages) into the same lines ([`rest_of_page`]); `<noscript>` content is read as markup,
+//! as extraction reads it. A line whose words are a line of the extracted content is
+//! dropped, and so is a line seen before. At most [`MAX_CHARS`] characters are kept.
 //!
 //! Not here: decoding bytes (`web::charset`), extraction, or indexing (`archive::index`).
 
@@ -19,9 +21,12 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
+use std::sync::LazyLock;
 
 use lol_html::html_content::TextType;
 use lol_html::{HtmlRewriter, Settings, doc_text, element, end_tag};
+
+use crate::web::lines::{BLOCKS, HIDDEN, Lines};
 
 /// Most characters of a page's rest kept: a page's navigation and sidebars are a few
 /// thousand; a big listing, thread or catalogue page holds tens of thousands outside what
@@ -32,12 +37,18 @@ pub const MAX_CHARS: usize = 100_000;
 /// markdown or text, link destinations stripped), each once, joined by newlines; empty when
 /// there are none.
 pub fn rest_of_page(html: &str, content: &str) -> String {
+    rest_of_lines(&visible_lines(html), content)
+}
+
+/// [`rest_of_page`] of a page whose visible lines (`web::lines`, newline-separated) are in
+/// hand.
+pub fn rest_of_lines(lines: &str, content: &str) -> String {
     let mut keys = LineKeys::default();
     let known: HashSet<u64> = content.lines().filter_map(|line| keys.key(line)).collect();
     let mut seen: HashSet<u64> = HashSet::new();
     let mut rest = String::new();
-    for line in visible_lines(html) {
-        let Some(key) = keys.key(&line) else {
+    for line in lines.lines() {
+        let Some(key) = keys.key(line) else {
             continue;
         };
         if known.contains(&key) || !seen.insert(key) {
@@ -49,7 +60,7 @@ pub fn rest_of_page(html: &str, content: &str) -> String {
         if !rest.is_empty() {
             rest.push('\n');
         }
-        rest.push_str(&line);
+        rest.push_str(line);
     }
     rest
 }
@@ -108,10 +119,14 @@ impl LineKeys {
     }
 }
 
-/// The document's visible text, one line per block, whitespace collapsed.
-fn visible_lines(html: &str) -> Vec<String> {
+/// The document's visible text, one line per block, whitespace collapsed, joined by newlines.
+fn visible_lines(html: &str) -> String {
     lines_in(html, 0)
 }
+
+/// [`BLOCKS`] and [`HIDDEN`] as lol_html selectors.
+static SELECTORS: LazyLock<(String, String)> =
+    LazyLock::new(|| (BLOCKS.join(", "), HIDDEN.join(", ")));
 
 /// How deep `<noscript>` markup is read inside `<noscript>` markup: lol_html reads a nested
 /// start tag as text, so each reading peels one off, and a page of nested `<noscript>`s would
@@ -119,11 +134,12 @@ fn visible_lines(html: &str) -> Vec<String> {
 const MAX_NOSCRIPT_DEPTH: usize = 2;
 
 /// [`visible_lines`] of markup `depth` `<noscript>` elements deep.
-fn lines_in(html: &str, depth: usize) -> Vec<String> {
+fn lines_in(html: &str, depth: usize) -> String {
+    let (blocks, hidden) = &*SELECTORS;
     let state = Rc::new(RefCell::new(State::default()));
     let blocks = {
         let state = Rc::clone(&state);
-        element!(BLOCKS, move |el| {
+        element!(blocks, move |el| {
             state.borrow_mut().break_line();
             if el.can_have_content() {
                 let state = Rc::clone(&state);
@@ -137,7 +153,7 @@ fn lines_in(html: &str, depth: usize) -> Vec<String> {
     };
     let hidden = {
         let state = Rc::clone(&state);
-        element!(HIDDEN, move |el| {
+        element!(hidden, move |el| {
             if el.can_have_content() {
                 state.borrow_mut().hidden += 1;
                 let state = Rc::clone(&state);
@@ -216,22 +232,19 @@ fn lines_in(html: &str, depth: usize) -> Vec<String> {
     // A `<noscript>` never closed held the rest of the page: a browser without scripting
     // shows it, so it is read as markup too.
     state.read_noscript(depth);
-    std::mem::take(&mut state.lines)
+    std::mem::take(&mut state.lines).finish()
 }
 
 /// What the handlers share while the page streams through.
 #[derive(Default)]
 struct State {
-    lines: Vec<String>,
-    line: String,
+    lines: Lines,
     /// The current text node as written (entities not yet decoded: lol_html may hand it over
     /// in pieces, and an entity may straddle two).
     raw: String,
     /// Open elements whose text is not shown (`template`, `svg`, `select`, ...): text counts
     /// only when none is open.
     hidden: usize,
-    /// Whitespace came after the line's last word.
-    space: bool,
     /// The markup of the `<noscript>` element being read.
     noscript: Option<String>,
 }
@@ -243,57 +256,33 @@ impl State {
         if let Some(markup) = self.noscript.take()
             && self.hidden == 0
         {
-            self.break_line();
-            self.lines.extend(lines_in(&markup, depth + 1));
+            self.lines.extend(&lines_in(&markup, depth + 1));
         }
     }
 
     fn break_line(&mut self) {
-        if !self.line.is_empty() {
-            self.lines.push(std::mem::take(&mut self.line));
-        }
-        self.space = false;
+        self.lines.break_line();
     }
 
     /// Ends the current text node: its text, entities decoded, joins the line (the buffer is
     /// kept for the next node).
     fn flush(&mut self) {
-        let mut raw = std::mem::take(&mut self.raw);
-        self.text(&html_escape::decode_html_entities(&raw));
-        raw.clear();
-        self.raw = raw;
-    }
-
-    fn text(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        self.space |= text.starts_with(char::is_whitespace);
-        for word in text.split_whitespace() {
-            if self.space && !self.line.is_empty() {
-                self.line.push(' ');
-            }
-            self.line.push_str(word);
-            self.space = true;
-        }
-        // Text runs split by inline tags (`ab<b>c</b>`) join without a space.
-        self.space = text.ends_with(char::is_whitespace);
+        self.lines
+            .text(&html_escape::decode_html_entities(&self.raw));
+        self.raw.clear();
     }
 }
-
-/// Elements whose content is not shown as text, beside those whose content is not markup
-/// (`script`, `style`, `title`, `textarea`, `iframe`, ...: lol_html reads it as raw text,
-/// which is skipped).
-const HIDDEN: &str = "head, template, svg, math, select";
-
-/// Elements that start and end a line of text.
-const BLOCKS: &str = "address, article, aside, blockquote, br, dd, details, dialog, div, dl, dt, \
-    fieldset, figcaption, figure, footer, form, h1, h2, h3, h4, h5, h6, header, hr, li, main, \
-    nav, ol, p, pre, section, summary, table, td, th, tr, ul, option, button, label";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::job::Format;
+    use crate::web::extract::{extract_html, extract_html_reading_lines};
+
+    fn lines_of(html: &str) -> Vec<String> {
+        visible_lines(html).lines().map(str::to_owned).collect()
+    }
 
     const PAGE: &str = r#"<!doctype html><html><head><title>Shop</title>
         <style>.a { color: red }</style><script>var x = "<p>not text</p>";</script></head>
@@ -357,16 +346,13 @@ mod tests {
         let html = r#"<html><head><title>Thread</title><body><div id="app"></div>
             <noscript><div class="post"><p>First post &amp; its <b>reply</b></p></div></noscript>
             <p>5 &lt; 7 &#x26; done</p></body></html>"#;
-        assert_eq!(
-            visible_lines(html),
-            ["First post & its reply", "5 < 7 & done"]
-        );
+        assert_eq!(lines_of(html), ["First post & its reply", "5 < 7 & done"]);
     }
 
     #[test]
     fn an_unclosed_noscript_is_read_to_the_end() {
         let html = "<body><p>Before</p><noscript><div><p>Post one</p><p>Post &amp; two";
-        assert_eq!(visible_lines(html), ["Before", "Post one", "Post & two"]);
+        assert_eq!(lines_of(html), ["Before", "Post one", "Post & two"]);
     }
 
     #[test]
@@ -374,9 +360,43 @@ mod tests {
         // Each reading peels one `<noscript>` off: without a bound, 20,000 nested ones would
         // be read 20,000 times, each call deeper on the stack, and "Deep" found at the end.
         let html = format!("<p>Top</p>{}<p>Deep</p>", "<noscript>".repeat(20_000));
-        assert_eq!(visible_lines(&html), ["Top"]);
+        assert_eq!(lines_of(&html), ["Top"]);
         let html = "<noscript><noscript><p>Two deep</p></noscript></noscript>";
-        assert_eq!(visible_lines(html), ["Two deep"]);
+        assert_eq!(lines_of(html), ["Two deep"]);
+    }
+
+    #[test]
+    fn the_extractions_lines_are_the_raw_bodys() {
+        // The fetch reads a page's lines from the tree it extracts from; the pool reads a page
+        // without them from its raw body: the same lines either way.
+        let pages = [
+            PAGE,
+            r#"<html><head><title>Thread</title><body><div id="app"></div>
+            <noscript><div class="post"><p>First post &amp; its <b>reply</b></p></div></noscript>
+            <p>5 &lt; 7 &#x26; done</p></body></html>"#,
+            "<body><p>Before</p><noscript><div><p>Post one</p><p>Post &amp; two",
+            r#"<body><div>a<span>b</span> c<br>d<select><option>x</option></select>
+            <textarea>typed</textarea><iframe>frame</iframe><math><mi>m</mi></math>
+            <ul><li>one<li>two <em>and</em> three</ul><table><tr><td>1<td>2</table>
+            <script>var s = "<p>no</p>";</script><style>p{}</style><button>Buy</button>"#,
+        ];
+        let url = url::Url::parse("https://shop.example/kettle").expect("url");
+        for html in pages {
+            for format in [Format::Markdown, Format::Text] {
+                let extracted = extract_html_reading_lines(html, &url, format).expect("extracts");
+                assert_eq!(
+                    extracted.lines.as_deref(),
+                    Some(visible_lines(html).as_str()),
+                    "{html}"
+                );
+                let plain = extract_html(html, &url, format).expect("extracts");
+                assert_eq!(plain.lines, None, "read only when asked");
+                assert_eq!(
+                    plain.text, extracted.text,
+                    "and extraction the same either way"
+                );
+            }
+        }
     }
 
     #[test]

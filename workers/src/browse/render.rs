@@ -130,12 +130,12 @@ pub async fn extract_rendered(
     let page_url = url::Url::parse(&final_url)
         .map_err(|error| JobError::new(ErrorCode::NavigationFailed, error.to_string()))?;
     let extracted = match judge {
-        Judge::Fail => fetch::extract_document(deps, html.clone(), page_url, status, format)
+        Judge::Fail => fetch::extract_document(deps, html.clone(), page_url, status, format, false)
             .await
             .map_err(|error| error.to_job_error())?,
         Judge::Warn => {
             let (extracted, block) =
-                fetch::extract_unjudged(deps, html.clone(), page_url, status, format)
+                fetch::extract_unjudged(deps, html.clone(), page_url, status, format, false)
                     .await
                     .map_err(|error| error.to_job_error())?;
             if let Some(block) = block {
@@ -186,6 +186,7 @@ pub async fn extract_rendered(
             "text/html; charset=utf-8".to_owned(),
         )],
         ip: None,
+        lines: None,
     })
 }
 

@@ -174,6 +174,7 @@ mod tests {
             meta: Meta::default(),
             outline: Vec::new(),
             body_chars,
+            lines: None,
         }
     }
 

@@ -51,6 +51,16 @@ pub struct Extracted {
     /// Visible (non-whitespace) characters in the whole body before extraction, for block-page
     /// checks.
     pub body_chars: usize,
+    /// The page's visible text before extraction, one line per block (`web::lines`), joined
+    /// by newlines: read when asked ([`extract_html_reading_lines`]).
+    pub lines: Option<String>,
+}
+
+impl Extracted {
+    fn with_lines(mut self, lines: Option<String>) -> Extracted {
+        self.lines = lines;
+        self
+    }
 }
 
 /// One heading of the outline.
@@ -77,6 +87,26 @@ pub enum Error {
 /// over the parsing budget ([`budget::admit`]) is [`Error::Limit`], found before any tree is
 /// built.
 pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extracted, Error> {
+    extract(html, page_url, format, false)
+}
+
+/// [`extract_html`], also reading the page's visible lines ([`Extracted::lines`]) from the
+/// tree it builds anyway: for a page going to the archive, whose page document holds the
+/// lines extraction left out (`archive::page_text`).
+pub fn extract_html_reading_lines(
+    html: &str,
+    page_url: &Url,
+    format: Format,
+) -> Result<Extracted, Error> {
+    extract(html, page_url, format, true)
+}
+
+fn extract(
+    html: &str,
+    page_url: &Url,
+    format: Format,
+    read_lines: bool,
+) -> Result<Extracted, Error> {
     budget::admit(html)?;
     // A raw-text element left open in <noscript> would take the rest of the page.
     let closed = noscript::close_raw_text(html);
@@ -92,7 +122,12 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
     let page_type = page_type::classify(&signals, page_url);
     meta.page_type = Some(page_type);
     let title = document_title(&document);
-    let visible = prune::prune(&document);
+    let mut visible = if read_lines {
+        prune::prune_reading_lines(&document)
+    } else {
+        prune::prune(&document)
+    };
+    let lines = visible.lines.take();
     if format == Format::Markdown {
         code_lang::label(&visible.pres);
     }
@@ -126,7 +161,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         {
             found.text = block;
         }
-        return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
+        return Ok(found
+            .into_extracted(format, links, meta, warnings, body_chars)
+            .with_lines(lines));
     }
     let text_mode = match format {
         Format::Markdown => TextMode::Markdown,
@@ -164,7 +201,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
                 && let Some(found) = by_page_type(&source, page_url, format, None, title.as_deref())
                 && doubt.prefers(found.plain_chars)
             {
-                return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
+                return Ok(found
+                    .into_extracted(format, links, meta, warnings, body_chars)
+                    .with_lines(lines));
             }
             meta.author = meta.author.or(article.byline.clone());
             meta.published = meta.published.or(article.published_time.clone());
@@ -179,7 +218,9 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
             if body_chars >= AUTO_MIN_BODY_CHARS
                 && let Some(found) = by_page_type(&source, page_url, format, None, title.as_deref())
             {
-                return Ok(found.into_extracted(format, links, meta, warnings, body_chars));
+                return Ok(found
+                    .into_extracted(format, links, meta, warnings, body_chars)
+                    .with_lines(lines));
             }
             warnings.push("no article found: the whole page body was converted".to_owned());
             let text = convert_whole_body(html, format, noscript_used);
@@ -203,6 +244,7 @@ pub fn extract_html(html: &str, page_url: &Url, format: Format) -> Result<Extrac
         meta,
         outline,
         body_chars,
+        lines,
     })
 }
 
@@ -549,6 +591,7 @@ impl ByPageType {
             links,
             meta,
             body_chars,
+            lines: None,
         }
     }
 }

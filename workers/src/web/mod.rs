@@ -7,7 +7,8 @@
 //! a browser running scripts ends it, before the tree is built. `extract`: HTML to main
 //! content, links and metadata, by an extractor chosen for the page's type (`page_type`:
 //! JSON-LD, `og:type`, the URL). `select`: a page reduced to the elements CSS selectors name,
-//! before extraction. `prune`: boilerplate rules around Readability. `code_lang`: code
+//! before extraction. `prune`: boilerplate rules around Readability. `lines`: a page's
+//! visible text, one line per block (for the archive's page documents). `code_lang`: code
 //! blocks' languages for markdown fences. `blockpage`: walls, challenges and shells. `lang`:
 //! the language of a page that does not declare it. `pdf`: PDF to text. `normalize`: URL
 //! normalisation. `json`: services' JSON answers read strictly on types (search and fallback
@@ -25,6 +26,7 @@ pub mod dns;
 pub mod extract;
 pub(crate) mod json;
 pub mod lang;
+pub mod lines;
 pub mod normalize;
 pub mod noscript;
 pub mod page_type;

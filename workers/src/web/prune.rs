@@ -12,6 +12,8 @@
 
 use dom_query::{Document, NodeData, NodeId, NodeRef, local_name};
 
+use crate::web::lines::{self, Lines, Role};
+
 /// A figure/aside holding at least this share of the page's text is treated as main content
 /// (some sites wrap the whole article, or a long pull-out, in `<figure>`/`<aside>`).
 const FIGURE_MAX_PAGE_SHARE: f64 = 0.3;
@@ -84,7 +86,20 @@ struct Item<'a> {
 /// the block-page checks use, and its `<noscript>` content), so nobody walks the tree again
 /// to count them.
 pub fn prune(doc: &Document) -> Visible<'_> {
-    let (items, noscript, pres) = collect(doc);
+    prune_with(doc, None)
+}
+
+/// [`prune`], reading the page's visible lines (`web::lines`) in the same walk, before
+/// anything is removed: [`Visible::lines`].
+pub fn prune_reading_lines(doc: &Document) -> Visible<'_> {
+    let mut lines = Lines::default();
+    let mut visible = prune_with(doc, Some(&mut lines));
+    visible.lines = Some(lines.finish());
+    visible
+}
+
+fn prune_with<'a>(doc: &'a Document, lines: Option<&mut Lines>) -> Visible<'a> {
+    let (items, noscript, pres) = collect(doc, lines);
     let body_text = items
         .iter()
         .find(|it| it.kind == Kind::Body)
@@ -99,6 +114,7 @@ pub fn prune(doc: &Document) -> Visible<'_> {
         body: body_text,
         noscript,
         pres,
+        lines: None,
     }
 }
 
@@ -113,6 +129,9 @@ pub struct Visible<'a> {
     /// The visible `<pre>` elements, in document order (for `web::code_lang`; one inside a
     /// pruned figure is detached, and labelling it changes nothing).
     pub pres: Vec<NodeRef<'a>>,
+    /// The page's visible text, one line per block, joined by newlines, when
+    /// [`prune_reading_lines`] read it.
+    pub lines: Option<String>,
 }
 
 /// The body's `<noscript>` content, as [`prune`] counts it.
@@ -156,32 +175,66 @@ fn should_remove(it: &Item<'_>, page_text: usize) -> bool {
 ///
 /// Parent links come from a stack of open ancestors, so no hashing is needed; counts are
 /// then summed bottom-up by walking the vector backwards (children always follow parents).
-fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>, Vec<NodeRef<'_>>) {
+///
+/// With `lines`, the visible text is read into them too: an element's start and end break
+/// the line as its [`lines::role`] says, and nothing inside a hidden one is read.
+fn collect<'a>(
+    doc: &'a Document,
+    mut lines: Option<&mut Lines>,
+) -> (Vec<Item<'a>>, NoScript<'a>, Vec<NodeRef<'a>>) {
     let mut items: Vec<Item<'_>> = Vec::new();
     let mut noscript = NoScript::default();
     let mut pres = Vec::new();
-    // Open ancestors: (node id, index into `items`, what the text inside them is).
-    let mut stack: Vec<(NodeId, usize, Inside)> = Vec::new();
+    // Open ancestors: (node id, index into `items`, what the text inside them is, how the
+    // lines read it).
+    let mut stack: Vec<(NodeId, usize, Inside, Read)> = Vec::new();
     for node in doc.root().descendants_it() {
         let parent_id = node.parent().map(|p| p.id);
-        while let Some(&(id, _, _)) = stack.last() {
+        while let Some(&(id, _, _, read)) = stack.last() {
             if Some(id) == parent_id {
                 break;
             }
             stack.pop();
+            if read.block
+                && let Some(lines) = lines.as_deref_mut()
+            {
+                lines.break_line();
+            }
         }
-        let (parent, inside) = stack
-            .last()
-            .map_or((None, Inside::Visible), |&(_, idx, inside)| {
-                (Some(idx), inside)
-            });
+        let (parent, inside, read) = stack.last().map_or(
+            (None, Inside::Visible, Read::default()),
+            |&(_, idx, inside, read)| (Some(idx), inside, read),
+        );
+        let lines = lines.as_deref_mut();
         let info = node.query(|n| match &n.data {
-            NodeData::Text { contents } => Some((None, visible_len(contents))),
-            NodeData::Element(el) => Some((Some(element_kind(el)), 0)),
+            NodeData::Text { contents } => {
+                if let Some(lines) = lines
+                    && read.shown
+                {
+                    lines.text(contents);
+                }
+                Some((None, visible_len(contents), read))
+            }
+            NodeData::Element(el) => {
+                let read = match lines {
+                    Some(lines) => {
+                        let role = lines::role(&el.name.local);
+                        if role == Role::Block {
+                            lines.break_line();
+                        }
+                        Read {
+                            shown: read.shown && role != Role::Hidden,
+                            block: role == Role::Block,
+                        }
+                    }
+                    None => read,
+                };
+                Some((Some(element_kind(el)), 0, read))
+            }
             _ => None,
         });
         match info.flatten() {
-            Some((None, len)) => match inside {
+            Some((None, len, _)) => match inside {
                 Inside::Visible => {
                     if let Some(p) = parent {
                         items[p].text += len;
@@ -190,7 +243,7 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>, Vec<NodeRef<'_>>) {
                 Inside::NoScript => noscript.chars += len,
                 Inside::Hidden => {}
             },
-            Some((Some(kind), _)) => {
+            Some((Some(kind), _, read)) => {
                 if kind == Kind::NoScript && inside == Inside::Visible {
                     noscript.elements.push(node);
                 }
@@ -205,7 +258,7 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>, Vec<NodeRef<'_>>) {
                 if kind == Kind::Code && !hidden && node.has_name("pre") {
                     pres.push(node);
                 }
-                stack.push((node.id, items.len(), inside));
+                stack.push((node.id, items.len(), inside, read));
                 items.push(Item {
                     node,
                     parent,
@@ -225,6 +278,25 @@ fn collect(doc: &Document) -> (Vec<Item<'_>>, NoScript<'_>, Vec<NodeRef<'_>>) {
         }
     }
     (items, noscript, pres)
+}
+
+/// How [`collect`] reads the text under an element into lines.
+#[derive(Clone, Copy)]
+struct Read {
+    /// Its text is read (no hidden element around it).
+    shown: bool,
+    /// It is a block: its end breaks the line.
+    block: bool,
+}
+
+impl Default for Read {
+    /// The document's root: shown, no block.
+    fn default() -> Read {
+        Read {
+            shown: true,
+            block: false,
+        }
+    }
 }
 
 /// What the text under an element is, for [`collect`]'s counts.
