@@ -596,14 +596,14 @@ fn archive_one(
     }
     let content = strip_link_destinations(&input.text);
     let chunks = chunk_markdown(&content, options);
-    let rest = match (&input.lines, &input.raw, input.page_text) {
-        (_, _, false) => String::new(),
-        (Some(lines), _, true) => rest_of_lines(lines, &content),
-        (None, Some(raw), true) => {
+    let rest = match (&input.lines, &input.raw) {
+        _ if !input.page_text => String::new(),
+        (Some(lines), _) => rest_of_lines(lines, &content),
+        (None, Some(raw)) => {
             let html = charset::decode(raw, Some(&page.info.content_type), true).text;
             rest_of_page(&html, &content)
         }
-        (None, None, true) => String::new(),
+        (None, None) => String::new(),
     };
     let host = url::Url::parse(&page.url)
         .ok()

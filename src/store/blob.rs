@@ -411,12 +411,14 @@ impl ForArchive {
         raw_hash: &str,
         raw: Vec<u8>,
         html: bool,
-        lines: Option<String>,
+        lines: Option<&str>,
     ) {
         self.texts.remember(content_hash, text.len(), || text);
         let lines_held = match lines {
             Some(lines) if html && self.lines.is_held() => {
-                self.lines.remember(raw_hash, lines.len(), || lines);
+                // Copied only here: a process without a pool that reads them keeps nothing.
+                self.lines
+                    .remember(raw_hash, lines.len(), || lines.to_owned());
                 true
             }
             _ => false,
@@ -610,7 +612,7 @@ mod tests {
             assert_eq!(held.counts(), (1, html), "{raws:?}, an HTML page");
             held.remember("t2", "b".to_owned(), "r2", vec![2], false, None);
             assert_eq!(held.counts(), (2, html + other), "{raws:?}, another page");
-            held.remember("t3", "c".to_owned(), "r3", vec![3], true, Some("c".into()));
+            held.remember("t3", "c".to_owned(), "r3", vec![3], true, Some("c"));
             assert_eq!(
                 held.take_lines("r3"),
                 None,
@@ -624,14 +626,7 @@ mod tests {
         for (raws, raw_held) in [(RawBodies::Html, false), (RawBodies::All, true)] {
             let held = ForArchive::new();
             held.hold(raws, true);
-            held.remember(
-                "t1",
-                "a".to_owned(),
-                "r1",
-                vec![1],
-                true,
-                Some("a\nb".into()),
-            );
+            held.remember("t1", "a".to_owned(), "r1", vec![1], true, Some("a\nb"));
             assert_eq!(held.take_lines("r1").as_deref(), Some("a\nb"), "{raws:?}");
             assert_eq!(held.take_lines("r1"), None, "taken once");
             assert_eq!(held.take_raw("r1").is_some(), raw_held, "{raws:?}");
@@ -639,9 +634,9 @@ mod tests {
             // before; and lines of a page that is not HTML are not kept.
             held.remember("t2", "b".to_owned(), "r2", vec![2], true, None);
             assert_eq!(held.take_raw("r2"), Some(vec![2]), "{raws:?}");
-            held.remember("t3", "c".to_owned(), "r3", vec![3], false, Some("c".into()));
+            held.remember("t3", "c".to_owned(), "r3", vec![3], false, Some("c"));
             assert_eq!(held.take_lines("r3"), None, "{raws:?}");
-            held.remember("t4", "d".to_owned(), "r4", vec![4], true, Some("d".into()));
+            held.remember("t4", "d".to_owned(), "r4", vec![4], true, Some("d"));
             held.forget("t4", "r4");
             // Left: the three texts (never taken here), and under WARC page 3's raw body.
             assert_eq!(held.counts(), (3, usize::from(raw_held)), "{raws:?}");

@@ -161,7 +161,7 @@ impl Writer {
                 &raw_hash,
                 raw,
                 page.info.is_html(),
-                page.lines.map(str::to_owned),
+                page.lines,
             );
         }
         let fetched_at_ms = jiff::Timestamp::from_str(&page.info.fetched_at)

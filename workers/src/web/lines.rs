@@ -57,9 +57,10 @@ pub const BLOCKS: &[&str] = &[
 /// Elements whose content is markup but not shown as text.
 pub const HIDDEN: &[&str] = &["head", "template", "svg", "math", "select"];
 
-/// Elements whose content is not markup (raw text, or text a browser does not show as the
-/// page's): skipped like [`HIDDEN`]. lol_html hands their text over as raw text; a DOM holds
-/// it as text nodes.
+/// Elements whose content the tokenizer reads as raw text up to their end tag, not markup
+/// (`<plaintext>` has none: nothing can close it, and no page uses it): skipped like
+/// [`HIDDEN`]. lol_html hands their text over as raw text; a DOM holds it as text nodes;
+/// `web::noscript` closes one a `<noscript>` leaves open.
 pub const RAW_TEXT: &[&str] = &[
     "script", "style", "title", "textarea", "iframe", "noembed", "noframes", "xmp",
 ];

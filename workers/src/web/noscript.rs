@@ -15,11 +15,7 @@
 
 use std::borrow::Cow;
 
-/// Elements whose content the tokenizer reads as raw text up to their end tag (`<plaintext>`
-/// has none: nothing can close it, and no page uses it).
-const RAW_TEXT: &[&str] = &[
-    "iframe", "noembed", "noframes", "xmp", "textarea", "title", "style", "script",
-];
+use super::lines::RAW_TEXT;
 
 /// `html` with an end tag added before each `</noscript>` whose element holds a raw-text
 /// element it never closes; `html` itself (no copy) when none does.
