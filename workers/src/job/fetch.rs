@@ -270,6 +270,9 @@ pub enum Extractor {
     /// rs-trafilatura's profile for the page's type (`meta.page_type`: a forum thread, a
     /// product, a collection, a listing, documentation, a service page).
     Trafilatura,
+    /// The page's JSON-LD `articleBody`: longer than what its markup gave and telling the same
+    /// story (or the page is a shell its scripts fill).
+    JsonLd,
 }
 
 /// The closed result of a fetch job (design §2 fetch).

@@ -56,15 +56,16 @@ pub struct Signals {
 
 impl Signals {
     /// Adds the `@type`s of one JSON-LD block (broken JSON is no signal); blocks past
-    /// 512 KiB in all are skipped.
-    pub fn add_json_ld(&mut self, text: &str) {
+    /// 512 KiB in all are skipped. Returns the block as parsed, for what else the caller
+    /// reads from it.
+    pub fn add_json_ld(&mut self, text: &str) -> Option<serde_json::Value> {
         if self.json_ld_bytes + text.len() > MAX_JSON_LD_BYTES {
-            return;
+            return None;
         }
         self.json_ld_bytes += text.len();
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-            collect_types(&value, &mut self.ld_types, &mut self.products, false, 0);
-        }
+        let value = serde_json::from_str::<serde_json::Value>(text).ok()?;
+        collect_types(&value, &mut self.ld_types, &mut self.products, false, 0);
+        Some(value)
     }
 
     /// Whether the page says it is an article (`og:type` `article`), whatever its layout.
