@@ -4,9 +4,12 @@
 //! from the whole page, boilerplate pruning (`web::prune`), Readability (dom_smoothie) to find
 //! the article, then markdown, text or HTML, normalised, with its heading outline. Pages of
 //! another type (`web::page_type`), and articles whose Readability answer looks wrong (a small
-//! share of the page, or the whole page from its skip link on), are read by rs-trafilatura's
-//! profiles; a product page by its named description block when that holds half or more of
-//! the answer. When no article is found the whole body is converted and the result says so.
+//! share of the page, the whole page from its skip link on, or one section of an undated page
+//! made of several), are read by rs-trafilatura's profiles (its article profile when a type's
+//! keeps almost nothing); a product page by its named description block when that holds half
+//! or more of the answer. The page's JSON-LD `articleBody` replaces the answer when it is
+//! longer and tells the same story. When no article is found the whole body is converted and
+//! the result says so.
 //!
 //! Not here: decoding bytes (`web::charset`), judging block pages (`web::blockpage`), or time
 //! limits (the caller runs this on a blocking thread under a timeout).
