@@ -65,30 +65,35 @@ impl Extracted {
         self
     }
 
-    /// The page's JSON-LD `articleBody` in place of the text, when it is longer and tells the
-    /// same story ([`prefers_article_body`]); not for HTML output.
-    fn with_article_body(mut self, body: Option<&str>, format: Format) -> Extracted {
-        let Some(body) = body.filter(|_| format != Format::Html) else {
+    /// The longest of the page's JSON-LD `articleBody` strings that is longer than the text and
+    /// tells the same story ([`prefers_article_body`]) in its place; not for HTML output.
+    fn with_article_body(mut self, bodies: &[ArticleBody], format: Format) -> Extracted {
+        if bodies.is_empty() || format == Format::Html {
+            return self;
+        }
+        let answer = match format {
+            Format::Markdown => prune::markdown_plain(&self.text),
+            Format::Text | Format::Html => self.text.clone(),
+        };
+        let mut bodies: Vec<&ArticleBody> = bodies.iter().collect();
+        bodies.sort_by_key(|body| std::cmp::Reverse(body.body.len()));
+        let Some(body) = bodies.into_iter().find_map(|body| {
+            let text = article_body_text(&body.body)?;
+            prefers_article_body(&text, &answer, body.own).then_some(text)
+        }) else {
             return self;
         };
-        let body = article_body_text(body);
-        let answer = match format {
-            Format::Markdown => prune::markdown_plain(&self.text).into(),
-            Format::Text | Format::Html => std::borrow::Cow::Borrowed(self.text.as_str()),
-        };
-        if prefers_article_body(&body, &answer) {
-            self.text = normalize_text(&body);
-            self.extractor = Extractor::JsonLd;
-            self.outline = Vec::new();
-            // The whole body is no longer the answer.
-            self.warning = self.warning.and_then(|warning| {
-                let rest: Vec<&str> = warning
-                    .split("; ")
-                    .filter(|part| *part != WHOLE_BODY_WARNING)
-                    .collect();
-                (!rest.is_empty()).then(|| rest.join("; "))
-            });
-        }
+        self.text = normalize_text(&body);
+        self.extractor = Extractor::JsonLd;
+        self.outline = Vec::new();
+        // The whole body is no longer the answer.
+        self.warning = self.warning.and_then(|warning| {
+            let rest: Vec<&str> = warning
+                .split("; ")
+                .filter(|part| *part != WHOLE_BODY_WARNING)
+                .collect();
+            (!rest.is_empty()).then(|| rest.join("; "))
+        });
         self
     }
 }
@@ -148,7 +153,7 @@ fn extract(
         warnings.push(format!("nesting deeper than {MAX_DEPTH} flattened to text"));
     }
     let links = collect_links(&document, page_url);
-    let (mut meta, signals, article_body) = read_head(&document, page_url);
+    let (mut meta, signals, article_bodies) = read_head(&document, page_url);
     let page_type = page_type::classify(&signals, page_url);
     meta.page_type = Some(page_type);
     let title = document_title(&document);
@@ -196,7 +201,7 @@ fn extract(
                 Some(PageType::Article),
                 title.as_deref(),
             )
-            && doubt.prefers(article.plain_chars)
+            && article.plain_chars >= ALMOST_NOTHING_FACTOR * doubt.kept
         {
             found = ByPageType {
                 page_type,
@@ -216,7 +221,7 @@ fn extract(
         return Ok(found
             .into_extracted(format, links, meta, warnings, body_chars)
             .with_lines(lines)
-            .with_article_body(article_body.as_deref(), format));
+            .with_article_body(&article_bodies, format));
     }
     let text_mode = match format {
         Format::Markdown => TextMode::Markdown,
@@ -265,7 +270,7 @@ fn extract(
                 return Ok(found
                     .into_extracted(format, links, meta, warnings, body_chars)
                     .with_lines(lines)
-                    .with_article_body(article_body.as_deref(), format));
+                    .with_article_body(&article_bodies, format));
             }
             meta.author = meta.author.or(article.byline.clone());
             meta.published = meta.published.or(article.published_time.clone());
@@ -283,7 +288,7 @@ fn extract(
                 return Ok(found
                     .into_extracted(format, links, meta, warnings, body_chars)
                     .with_lines(lines)
-                    .with_article_body(article_body.as_deref(), format));
+                    .with_article_body(&article_bodies, format));
             }
             warnings.push(WHOLE_BODY_WARNING.to_owned());
             let text = convert_whole_body(html, format, noscript_used);
@@ -309,7 +314,7 @@ fn extract(
         body_chars,
         lines,
     }
-    .with_article_body(article_body.as_deref(), format))
+    .with_article_body(&article_bodies, format))
 }
 
 /// The whole page's body as `format` (markdown, text or HTML): everything a reader sees,
@@ -943,20 +948,20 @@ const PUBLISHED_KEYS: &[&str] = &["article:published_time", "date", "dc.date", "
 const AUTHOR_KEYS: &[&str] = &["author", "article:author"];
 
 /// Reads description, language, canonical URL, publication date and author, the page-type
-/// signals (JSON-LD, `og:type`) and the longest JSON-LD `articleBody`. One pass over the
+/// signals (JSON-LD, `og:type`) and the JSON-LD `articleBody` strings. One pass over the
 /// `<meta>`, `<link>` and JSON-LD `<script>` elements (each `select` walks the whole tree).
-fn read_head(document: &Document, page_url: &Url) -> (Meta, Signals, Option<String>) {
+fn read_head(document: &Document, page_url: &Url) -> (Meta, Signals, Vec<ArticleBody>) {
     let mut found: Vec<(String, String)> = Vec::new();
     let mut canonical = None;
     let mut signals = Signals::default();
-    let mut article_body = None;
+    let mut article_bodies = Vec::new();
     for node in document
         .select(r#"meta[content], link[rel][href], script[type="application/ld+json"]"#)
         .nodes()
     {
         if node.has_name("script") {
             if let Some(value) = signals.add_json_ld(&node.text()) {
-                longest_article_body(&value, 0, &mut article_body);
+                collect_article_bodies(&value, true, 0, &mut article_bodies);
             }
             continue;
         }
@@ -1017,32 +1022,53 @@ fn read_head(document: &Document, page_url: &Url) -> (Meta, Signals, Option<Stri
         author: pick(AUTHOR_KEYS),
         page_type: None,
     };
-    (meta, signals, article_body)
+    (meta, signals, article_bodies)
 }
 
-/// Keeps in `best` the longest `articleBody` string of a JSON-LD value and of what it holds
-/// (a few levels deep: `@graph`, `mainEntity`, nested items).
-fn longest_article_body(value: &serde_json::Value, depth: usize, best: &mut Option<String>) {
-    if depth > 6 {
+/// Most `articleBody` strings of a page's JSON-LD tried against its answer.
+const MAX_ARTICLE_BODIES: usize = 16;
+
+/// One JSON-LD `articleBody` of a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ArticleBody {
+    /// The string as the JSON-LD holds it.
+    body: String,
+    /// Said of the page itself (a top-level item, a member of `@graph`, its `mainEntity`), not
+    /// of an item it lists or links (`hasPart`, `itemListElement`, related stories).
+    own: bool,
+}
+
+/// Adds the `articleBody` strings of a JSON-LD value and of what it holds (a few levels deep)
+/// to `found`, up to [`MAX_ARTICLE_BODIES`]; `own`: `value` is said of the page itself.
+fn collect_article_bodies(
+    value: &serde_json::Value,
+    own: bool,
+    depth: usize,
+    found: &mut Vec<ArticleBody>,
+) {
+    if depth > 6 || found.len() >= MAX_ARTICLE_BODIES {
         return;
     }
     match value {
         serde_json::Value::Array(items) => {
             for item in items {
-                longest_article_body(item, depth + 1, best);
+                collect_article_bodies(item, own, depth + 1, found);
             }
         }
         serde_json::Value::Object(object) => {
             for (key, inner) in object {
                 match inner {
                     serde_json::Value::String(body)
-                        if key == "articleBody"
-                            && best.as_ref().is_none_or(|best| best.len() < body.len()) =>
+                        if key == "articleBody" && found.len() < MAX_ARTICLE_BODIES =>
                     {
-                        *best = Some(body.clone());
+                        found.push(ArticleBody {
+                            body: body.clone(),
+                            own,
+                        });
                     }
                     serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
-                        longest_article_body(inner, depth + 1, best);
+                        let own = own && matches!(key.as_str(), "@graph" | "mainEntity");
+                        collect_article_bodies(inner, own, depth + 1, found);
                     }
                     _ => {}
                 }
@@ -1070,32 +1096,63 @@ const ARTICLE_BODY_HELD: f64 = 0.5;
 /// (its body built by scripts), and the `articleBody` is its text.
 const ARTICLE_BODY_SHELL_RUNS: usize = 10;
 
-/// The text of a JSON-LD `articleBody`: plain text, or HTML (some sites put their markup in
-/// it, or escape characters as entities) read as a fragment, twice when the markup itself was
-/// escaped (`&lt;p&gt;`).
-fn article_body_text(body: &str) -> String {
-    let mut text = body.to_owned();
-    for _ in 0..2 {
-        if !text.contains(['<', '&']) {
-            break;
-        }
-        text = Document::fragment(text.as_str())
-            .root()
-            .formatted_text()
-            .to_string();
-    }
-    text
+/// The text of a JSON-LD `articleBody`: plain text (entities decoded), or HTML (some sites put
+/// their markup in it) read as a fragment, twice when the markup itself was escaped
+/// (`&lt;p&gt;`). Paragraphs the string separates with blank lines stay separate. `None` when
+/// its markup is over the parsing budget (`web::budget`): JSON-LD sits in a `<script>`, which
+/// the page's own budget check does not count.
+fn article_body_text(body: &str) -> Option<String> {
+    let paragraphs = body
+        .replace("\r\n", "\n")
+        .split("\n\n")
+        .map(|paragraph| {
+            let mut text = paragraph.to_owned();
+            for pass in 0..2 {
+                if looks_like_markup(&text) {
+                    budget::admit(&text).ok()?;
+                    text = Document::fragment(text.as_str())
+                        .root()
+                        .formatted_text()
+                        .to_string();
+                } else if pass == 0 && text.contains('&') {
+                    text = decode_entities(&text);
+                } else {
+                    break;
+                }
+            }
+            Some(text)
+        })
+        .collect::<Option<Vec<String>>>()?;
+    Some(paragraphs.join("\n\n"))
+}
+
+/// Whether `text` holds a tag (`<` then a letter, `/` or `!`), not just a `<` of prose.
+fn looks_like_markup(text: &str) -> bool {
+    text.as_bytes().windows(2).any(|pair| {
+        pair[0] == b'<' && (pair[1].is_ascii_alphabetic() || matches!(pair[1], b'/' | b'!'))
+    })
+}
+
+/// `text` with its character references decoded and its whitespace kept: read as the content
+/// of a `<textarea>` (raw text with references), which it cannot close (it holds no tag:
+/// [`looks_like_markup`]).
+fn decode_entities(text: &str) -> String {
+    Document::fragment(format!("<textarea>{text}</textarea>"))
+        .select("textarea")
+        .text()
+        .to_string()
 }
 
 /// Whether a page's JSON-LD `articleBody` (as text) replaces `answer`, what extraction found in
 /// its markup (plain text): it has [`ARTICLE_BODY_MIN_CHARS`] or more visible characters and
 /// [`ARTICLE_BODY_FACTOR`] times the answer's, and it holds [`ARTICLE_BODY_HELD`] of the
-/// answer's four-word runs, unless the answer is a shell's ([`ARTICLE_BODY_SHELL_RUNS`]). A news
+/// answer's four-word runs, unless the answer is a shell's ([`ARTICLE_BODY_SHELL_RUNS`]) and
+/// the body is said of the page itself (`own`, not of a story it lists). A news
 /// page whose body is built by scripts, or that splits its story between blocks Readability
 /// does not join, still has its whole text there, written for search engines. Measured on the
 /// WCXB dev split: 47 pages have an `articleBody`, it replaces the answer on one (F1 0.83 ->
 /// 0.97: a story cut by an inline promotion); on the Zyte news set on none.
-fn prefers_article_body(body: &str, answer: &str) -> bool {
+fn prefers_article_body(body: &str, answer: &str, own: bool) -> bool {
     let (body_chars, answer_chars) = (prune::visible_len(body), prune::visible_len(answer));
     if body_chars < ARTICLE_BODY_MIN_CHARS
         || (body_chars as f64) < ARTICLE_BODY_FACTOR * answer_chars as f64
@@ -1104,7 +1161,7 @@ fn prefers_article_body(body: &str, answer: &str) -> bool {
     }
     let answer_runs = four_word_runs(answer);
     if answer_runs.len() < ARTICLE_BODY_SHELL_RUNS {
-        return true;
+        return own;
     }
     let body_runs: std::collections::HashSet<[&str; 4]> =
         four_word_runs(body).into_iter().collect();
@@ -1327,6 +1384,33 @@ mod tests {
             );
             assert!(!extracted.text.contains("<p>"), "{}", extracted.text);
         }
+        // Plain text with a character reference keeps its paragraphs apart.
+        let html = page_with_article_body("", &format!("{story}\n\nFish &amp; chips after."));
+        let extracted = extract_html(&html, &url(), Format::Text).expect("extracts");
+        assert!(
+            extracted.text.contains(
+                "brass band that the harbour master had not expected.\n\nFish & chips after."
+            ),
+            "{}",
+            extracted.text
+        );
+        // On a shell, a story the page only lists is not its text.
+        let json = serde_json::json!({
+            "@context": "https://schema.org",
+            "@type": "ItemList",
+            "itemListElement": [{"@type": "NewsArticle", "articleBody": story}],
+        });
+        let html = format!(
+            r#"<html><head><title>The new ferry</title>
+            <script type="application/ld+json">{json}</script></head><body></body></html>"#
+        );
+        let extracted = extract_html(&html, &url(), Format::Text).expect("extracts");
+        assert_ne!(extracted.extractor, Extractor::JsonLd);
+        // Markup nested past the parsing budget is not parsed: the body is left unread.
+        let deep = format!("{}{story}", "<div>".repeat(budget::MAX_NESTING + 10));
+        let html = page_with_article_body("", &deep);
+        let extracted = extract_html(&html, &url(), Format::Text).expect("extracts");
+        assert_ne!(extracted.extractor, Extractor::JsonLd);
     }
 
     #[test]
