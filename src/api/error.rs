@@ -14,6 +14,7 @@ use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use trawl_workers::job::object::Object;
 use trawl_workers::job::{ErrorCode, JobError};
 use utoipa::ToSchema;
 
@@ -410,10 +411,24 @@ impl From<PathRejection> for ApiError {
     }
 }
 
-/// JSON bodies whose rejections are API errors.
-#[derive(Debug, Clone, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// JSON bodies whose rejections are API errors. The body must be a JSON object (every
+/// request body of the API is one): serde's derive would also read an array as the fields in
+/// order.
+#[derive(Debug, Clone)]
 pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let Json(Object(value)) = Json::<Object<T>>::from_request(request, state).await?;
+        Ok(ApiJson(value))
+    }
+}
 
 /// Query strings whose rejections are API errors.
 #[derive(Debug, Clone, FromRequestParts)]

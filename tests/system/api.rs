@@ -225,6 +225,48 @@ async fn errors_are_json_with_codes_never_500_for_bad_input() {
         "{body}"
     );
 
+    // Found by schemathesis: serde's derive read an array as a struct's fields in order, so
+    // `"credentials": []` opened a session; every body and nested object takes an object only.
+    let arrays = [
+        ("/v1/sessions", serde_json::json!({"credentials": []})),
+        ("/v1/sessions", serde_json::json!([])),
+        (
+            "/v1/sessions",
+            serde_json::json!({"credentials": {"cookies": [["a", "b"]]}}),
+        ),
+        (
+            "/v1/fetch",
+            serde_json::json!({"url": "http://a.test/", "credentials": []}),
+        ),
+        ("/v1/fetch", serde_json::json!(["http://a.test/"])),
+        (
+            "/v1/jobs",
+            serde_json::json!({"jobs": [["fetch", "http://a.test/"]]}),
+        ),
+        (
+            "/v1/jobs",
+            serde_json::json!({"kind": "browse", "url": "http://a.test/",
+                "actions": [["goto", "http://a.test/"]]}),
+        ),
+        ("/v1/crawls", serde_json::json!([["http://a.test/"]])),
+    ];
+    for (path, request) in arrays {
+        let (status, body) = api.call("POST", path, Some(request.clone())).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{path} {request}: {body}"
+        );
+        assert_eq!(body["error"]["code"], "invalid_request", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("JSON object"),
+            "{path} {request}: {body}"
+        );
+    }
+
     let (status, body) = api.call("GET", "/v1/jobs/does-not-exist", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     let (status, _) = api.call("GET", "/v1/pages?from=1", None).await;

@@ -466,6 +466,29 @@ async fn errors_are_firecrawl_shaped_and_the_layers_hold() {
         );
     }
 
+    // A body, or a nested options object, that is an array: refused (serde's derive would
+    // read an array as the fields in order).
+    for (path, request) in [
+        ("/v2/scrape", serde_json::json!([site.url("/article/1")])),
+        (
+            "/v2/crawl",
+            serde_json::json!({"url": site.url("/"), "scrapeOptions": []}),
+        ),
+        (
+            "/v2/search",
+            serde_json::json!({"query": "rust", "scrapeOptions": [["markdown"]]}),
+        ),
+    ] {
+        let (status, _, body) = call(&api, "POST", path, Some(TOKEN_A), &[], Some(request)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|message| message.contains("JSON object")),
+            "{path}: {body}"
+        );
+    }
+
     // A field Firecrawl does not have, an option trawl cannot honour, a refused destination.
     let (status, _, body) = call(
         &api,

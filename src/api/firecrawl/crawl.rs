@@ -15,6 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
+use trawl_workers::job::object::optional_object;
 use trawl_workers::job::{CrawlSpec, Scope as CrawlScope};
 use utoipa::ToSchema;
 
@@ -106,7 +107,7 @@ pub(crate) struct CrawlRequest {
     #[serde(default)]
     pub(crate) zero_data_retention: Option<bool>,
     /// How each page is fetched and which parts of its document are built.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_object")]
     pub(crate) scrape_options: Option<ScrapeOptions>,
     /// A client's tag: accepted, not used.
     #[serde(default)]

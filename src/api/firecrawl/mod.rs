@@ -42,6 +42,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
+use trawl_workers::job::object::Object;
 use utoipa::ToSchema;
 
 use super::AppState;
@@ -212,8 +213,9 @@ where
     type Rejection = FcError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(request, state).await {
-            Ok(Json(value)) => Ok(FcJson(value)),
+        // An object only, as Firecrawl's own validation asks (see `job::object`).
+        match Json::<Object<T>>::from_request(request, state).await {
+            Ok(Json(Object(value))) => Ok(FcJson(value)),
             Err(rejection) => Err(match &rejection {
                 JsonRejection::JsonDataError(error) => FcError::bad_request(error.body_text()),
                 JsonRejection::JsonSyntaxError(error) => {

@@ -23,6 +23,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
+use trawl_workers::job::object::optional_object;
 use trawl_workers::job::{ErrorCode, ImagesJob, Provider, SEARCH_MAX_LIMIT, SearchHit, SearchJob};
 use url::Url;
 use utoipa::ToSchema;
@@ -99,7 +100,7 @@ pub(crate) struct SearchRequest {
     #[serde(default, rename = "ignoreInvalidURLs")]
     pub(crate) ignore_invalid_urls: Option<bool>,
     /// How each result is scraped; results are scraped only when `formats` is not empty.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_object")]
     pub(crate) scrape_options: Option<ScrapeOptions>,
     /// Refused (no time-based search).
     #[serde(default)]

@@ -9,6 +9,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::object::objects_only;
+
 /// Named keys `press` accepts (besides single characters).
 pub const KEYS: &[&str] = &[
     "Enter",
@@ -32,7 +34,12 @@ pub const MAX_WAIT_MS: u64 = 30_000;
 
 /// One step of a script or a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    remote = "Self",
+    tag = "action",
+    rename_all = "snake_case",
+    deny_unknown_fields
+)]
 pub enum Action {
     /// Load a URL in the current tab.
     Goto {
@@ -300,6 +307,9 @@ impl ScrollDirection {
         }
     }
 }
+
+// Read from a JSON object only (a sequence's first element would be taken for `action`).
+objects_only!(Action);
 
 impl Action {
     /// The action as the replay log keeps it: a `type` whose text was a secret (`secret`,

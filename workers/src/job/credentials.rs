@@ -10,11 +10,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::headers::CustomHeaders;
+use super::object::objects_only;
 
 /// Credentials a job or session browses with: cookies, extra request headers and
 /// localStorage entries. Secrets: never logged (`Debug` shows only counts), never exported.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct Credentials {
     /// Cookies set before the first navigation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -33,6 +34,10 @@ pub struct Credentials {
     #[serde(default, skip_serializing_if = "HashMap::is_empty")]
     pub local_storage: HashMap<String, HashMap<String, String>>,
 }
+
+// Each is read from a JSON object only: serde's derive would also read an array of the fields
+// in order (`"credentials": []` as no credentials).
+objects_only!(Credentials, OriginHeaders, CookieSpec);
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,7 +163,7 @@ impl Credentials {
 
 /// Headers for one origin.
 #[derive(Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct OriginHeaders {
     /// The origin they are sent to: `https://app.example.com` (a port when not the
     /// scheme's own); no path.
@@ -212,7 +217,7 @@ fn scoped_headers<'de, D: serde::Deserializer<'de>>(
 
 /// One cookie.
 #[derive(Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct CookieSpec {
     /// Its name.
     pub name: String,

@@ -10,6 +10,7 @@
 //! - `action`: the browser [`Action`]s a script or session runs and their [`ActionOutcome`].
 //! - `credentials`: the cookies, headers and localStorage a browse job carries.
 //! - `headers`: a fetch job's (and `http.headers`') [`CustomHeaders`], checked.
+//! - `object`: structs read from JSON objects only (serde's derive also takes arrays).
 //! - `crawl`: [`CrawlSpec`].
 //! - `scope`: a crawl's [`Scope`] and its include/exclude [`UrlFilter`].
 //! - `proxy`: the proxy a job asks for ([`Choice`], [`ProxyUrl`]).
@@ -25,6 +26,7 @@ mod credentials;
 mod error;
 mod fetch;
 pub mod headers;
+pub mod object;
 mod proxy;
 mod scope;
 mod search;
@@ -55,7 +57,7 @@ pub use search::{
 
 /// A unit of work as it travels through the queue: options and URLs, never page bodies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(remote = "Self", tag = "kind", rename_all = "snake_case")]
 pub enum Job {
     /// One URL over plain HTTP, extracted to markdown, text or HTML.
     Fetch(FetchJob),
@@ -64,6 +66,9 @@ pub enum Job {
     /// A web search, whose top results may become fetch jobs of the same batch.
     Search(SearchJob),
 }
+
+// Read from a JSON object only (a sequence's first element would be taken for `kind`).
+object::objects_only!(Job);
 
 impl Job {
     /// Returns the job kind as its snake_case name (`"fetch"`).
