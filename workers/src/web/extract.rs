@@ -840,13 +840,18 @@ fn repeats_only(text: &str, title: &str) -> bool {
 /// Distinct words at most in an answer that [`says_little_again`].
 const SHELL_DISTINCT_WORDS: usize = 15;
 
+/// Words at most in an answer that [`says_little_again`]: a header said a few times is short;
+/// a long text of few words (a table of numbers, a chant) is left alone.
+const SHELL_MAX_WORDS: usize = 100;
+
 /// Whether `text` is a few words (at most [`SHELL_DISTINCT_WORDS`] distinct ones, case
-/// aside, markup and punctuation ignored) each said twice or more on average: what an
-/// extractor answers for a page whose content its scripts write, of which only a header said
-/// several times is in the HTML. Measured on the WCXB dev split: 4 pages of 1,497 (three
-/// store item pages, "Aliexpress I'm shopping for..." three times; a forum thread served as a
-/// shell, its site's name and the thread's title again and again), all answered with none of
-/// their content; no page with content says so little so often.
+/// aside, markup and punctuation ignored) each said twice or more on average, in at most
+/// [`SHELL_MAX_WORDS`] words: what an extractor answers for a page whose content its scripts
+/// write, of which only a header said several times is in the HTML. Measured on the WCXB dev
+/// split: 4 pages of 1,497 (three store item pages, "Aliexpress I'm shopping for..." three
+/// times in 27 words; a forum thread served as a shell, its site's name and the thread's
+/// title again and again in 59), all answered with none of their content; no page with
+/// content says so little so often.
 fn says_little_again(text: &str) -> bool {
     let mut distinct: Vec<String> = Vec::new();
     let mut words = 0;
@@ -855,6 +860,9 @@ fn says_little_again(text: &str) -> bool {
         .filter(|word| !word.is_empty())
     {
         words += 1;
+        if words > SHELL_MAX_WORDS {
+            return false;
+        }
         let word = word.to_lowercase();
         if !distinct.contains(&word) {
             if distinct.len() == SHELL_DISTINCT_WORDS {
@@ -1537,6 +1545,11 @@ mod tests {
             + "while the bird sang in the tree by the river bank";
         assert!(!says_little_again(&refrain));
         assert!(!says_little_again(""));
+        // A long text of few words is left alone: a table of numbers, a sentence said often.
+        assert!(!says_little_again(&"1 0 0 1 ".repeat(30)));
+        assert!(!says_little_again(
+            &"The river ran past the old mill, and the miller counted sacks. ".repeat(9)
+        ));
     }
 
     #[test]
