@@ -309,7 +309,7 @@ impl ScrollDirection {
 }
 
 // Read from a JSON object only (a sequence's first element would be taken for `action`).
-objects_only!(Action);
+objects_only!(Action => "an action");
 
 impl Action {
     /// The action as the replay log keeps it: a `type` whose text was a secret (`secret`,

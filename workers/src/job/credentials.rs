@@ -37,7 +37,7 @@ pub struct Credentials {
 
 // Each is read from a JSON object only: serde's derive would also read an array of the fields
 // in order (`"credentials": []` as no credentials).
-objects_only!(Credentials, OriginHeaders, CookieSpec);
+objects_only!(Credentials => "credentials", OriginHeaders => "an origin's headers", CookieSpec => "a cookie");
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -194,25 +194,37 @@ fn same_origin(given: &str, origin: &str) -> bool {
 }
 
 /// `headers` as a list of `{origin, headers}`; the former bare map (sent everywhere) is
-/// refused with a message saying what to send instead.
+/// refused with a message saying what to send instead. Read by a visitor of its own (not an
+/// untagged enum) so that an entry's own error (an array where an object belongs, a missing
+/// `origin`) reaches the client as it is.
 fn scoped_headers<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Vec<OriginHeaders>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Given {
-        Scoped(Vec<OriginHeaders>),
-        // Matched for its shape only (a map of names to values), to answer it clearly.
-        Bare(#[allow(dead_code)] HashMap<String, String>),
-    }
-    match Given::deserialize(deserializer)? {
-        Given::Scoped(list) => Ok(list),
+    struct Scoped;
+    impl<'de> serde::de::Visitor<'de> for Scoped {
+        type Value = Vec<OriginHeaders>;
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a list of {\"origin\": ..., \"headers\": {...}} objects")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut entries: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut list = Vec::with_capacity(entries.size_hint().unwrap_or(0).min(64));
+            while let Some(entry) = entries.next_element::<OriginHeaders>()? {
+                list.push(entry);
+            }
+            Ok(list)
+        }
         // Even an empty map: the documented form is the list (as the OpenAPI schema says).
-        Given::Bare(_) => Err(serde::de::Error::custom(
-            "credentials.headers must name the origin they are sent to: \
-             [{\"origin\": \"https://app.example.com\", \"headers\": {\"authorization\": \"...\"}}]",
-        )),
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(serde::de::Error::custom(
+                "credentials.headers must name the origin they are sent to: \
+                 [{\"origin\": \"https://app.example.com\", \"headers\": {\"authorization\": \"...\"}}]",
+            ))
+        }
     }
+    deserializer.deserialize_any(Scoped)
 }
 
 /// One cookie.
@@ -264,6 +276,23 @@ mod tests {
         let bare = serde_json::from_str::<Credentials>(r#"{"headers": {"x-a": "1"}}"#)
             .expect_err("a bare map is refused");
         assert!(bare.to_string().contains("origin"), "{bare}");
+        // An entry's own fault is told as it is, through the job's buffered reading too.
+        for given in [
+            serde_json::json!({"headers": [["https://a.test", {"x-a": "1"}]]}),
+            serde_json::json!({"cookies": [["a", "b"]]}),
+            serde_json::json!([]),
+        ] {
+            let error = serde_json::from_value::<Credentials>(given.clone())
+                .expect_err("an array where an object belongs is refused");
+            assert!(
+                error.to_string().contains("JSON object"),
+                "{given}: {error}"
+            );
+        }
+        let job = serde_json::json!({"kind": "fetch", "url": "http://a.test/",
+            "credentials": {"headers": [{"headers": {"x-a": "1"}}]}});
+        let error = serde_json::from_value::<super::super::Job>(job).expect_err("no origin");
+        assert!(error.to_string().contains("origin"), "{error}");
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub enum Job {
 }
 
 // Read from a JSON object only (a sequence's first element would be taken for `kind`).
-object::objects_only!(Job);
+object::objects_only!(Job => "a job");
 
 impl Job {
     /// Returns the job kind as its snake_case name (`"fetch"`).

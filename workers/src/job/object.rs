@@ -47,11 +47,14 @@ where
     Option::<Object<T>>::deserialize(deserializer).map(|given| given.map(|Object(value)| value))
 }
 
-/// Implements `Serialize` and `Deserialize` for structs deriving both with
+/// Implements `Serialize` and `Deserialize` for types deriving both with
 /// `#[serde(remote = "Self")]` (which makes the derived code inherent functions): serialised as
-/// derived, read from a JSON object only.
+/// derived, read from a JSON object only; `what` names the type in the error ("expected a JSON
+/// object (a cookie)"). Beware: `Type::deserialize(d)` written as a path calls the inherent
+/// function, which still takes an array; call `<Type as Deserialize>::deserialize` or
+/// `serde_json::from_*` instead.
 macro_rules! objects_only {
-    ($($name:ty),+ $(,)?) => {
+    ($($name:ty => $what:literal),+ $(,)?) => {
         $(
             impl serde::Serialize for $name {
                 fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -65,7 +68,7 @@ macro_rules! objects_only {
                     impl<'de> serde::de::Visitor<'de> for Fields {
                         type Value = $name;
                         fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                            formatter.write_str(concat!("a JSON object (", stringify!($name), ")"))
+                            formatter.write_str(concat!("a JSON object (", $what, ")"))
                         }
                         fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$name, A::Error> {
                             <$name>::deserialize(serde::de::value::MapAccessDeserializer::new(map))

@@ -68,8 +68,8 @@ impl Extracted {
     /// No text when the answer says a few words again and again ([`says_little_again`]): a
     /// page whose content comes from its scripts, of which the answer read only the header
     /// the page repeats (and which the block-page check then reports as empty).
-    fn without_shell_words(mut self) -> Extracted {
-        if says_little_again(&self.text) {
+    fn without_shell_words(mut self, format: Format) -> Extracted {
+        if says_little_again(&self.text, format) {
             self.text.clear();
             self.outline.clear();
         }
@@ -188,7 +188,7 @@ fn extract(
         extracted
             .with_lines(lines)
             .with_article_body(&article_bodies, format)
-            .without_shell_words()
+            .without_shell_words(format)
     };
     if format == Format::Markdown {
         code_lang::label(&visible.pres);
@@ -844,18 +844,28 @@ const SHELL_DISTINCT_WORDS: usize = 15;
 /// a long text of few words (a table of numbers, a chant) is left alone.
 const SHELL_MAX_WORDS: usize = 100;
 
-/// Whether `text` is a few words (at most [`SHELL_DISTINCT_WORDS`] distinct ones, case
-/// aside, markup and punctuation ignored) each said twice or more on average, in at most
-/// [`SHELL_MAX_WORDS`] words: what an extractor answers for a page whose content its scripts
-/// write, of which only a header said several times is in the HTML. Measured on the WCXB dev
-/// split: 4 pages of 1,497 (three store item pages, "Aliexpress I'm shopping for..." three
-/// times in 27 words; a forum thread served as a shell, its site's name and the thread's
-/// title again and again in 59), all answered with none of their content; no page with
-/// content says so little so often.
-fn says_little_again(text: &str) -> bool {
+/// Whether `text` (as `format`, markdown read as the plain text a reader sees) says a few
+/// lines again and again: at most [`SHELL_DISTINCT_WORDS`] distinct words (case aside,
+/// punctuation ignored) in at most [`SHELL_MAX_WORDS`], each word said twice or more on
+/// average, and its lines too. That is what an extractor answers for a page whose content its
+/// scripts write, of which only a header said several times is in the HTML. Measured on the
+/// WCXB dev split: 4 pages of 1,497 (three store item pages, "Aliexpress" and "I'm shopping
+/// for..." three times, 27 words on 7 lines; a forum thread served as a shell, its site's
+/// name, menu and the thread's title again and again, 59 words on 16 lines of 5 kinds), all
+/// answered with none of their content, in text and markdown alike; no page with content says
+/// so little so often. Short content that says each line once (opening hours, a status list,
+/// a few links) is left alone, however few its words. Never for HTML output: its answer is
+/// Readability's markup, not the answer text and markdown share, and a page must not be
+/// empty in one format and not in the others.
+fn says_little_again(text: &str, format: Format) -> bool {
+    let plain: std::borrow::Cow<'_, str> = match format {
+        Format::Markdown => prune::markdown_plain(text).into(),
+        Format::Text => text.into(),
+        Format::Html => return false,
+    };
     let mut distinct: Vec<String> = Vec::new();
     let mut words = 0;
-    for word in text
+    for word in plain
         .split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
     {
@@ -871,7 +881,23 @@ fn says_little_again(text: &str) -> bool {
             distinct.push(word);
         }
     }
-    !distinct.is_empty() && words >= 2 * distinct.len()
+    if distinct.is_empty() || words < 2 * distinct.len() {
+        return false;
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut kinds: Vec<String> = Vec::new();
+    for line in plain.lines() {
+        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        if line.is_empty() {
+            continue;
+        }
+        let line = line.to_lowercase();
+        if !kinds.contains(&line) {
+            kinds.push(line.clone());
+        }
+        lines.push(line);
+    }
+    lines.len() >= 2 * kinds.len()
 }
 
 /// rs-trafilatura's markdown holding less than this share of its plain answer's visible
@@ -1522,7 +1548,7 @@ mod tests {
 
     #[test]
     fn a_few_words_said_again_and_again_are_no_content() {
-        let header = "<header><a href=\"/\">Shop</a> <span>I'm shopping for...</span></header>";
+        let header = "<header><p><a href=\"/\">Shop</a></p><p>I'm shopping for...</p></header>";
         let shell = format!(
             "<html><head><title>Blue kettle, 1.7 l, stainless steel</title></head><body>\
              {header}<div id=\"app\"></div>{header}<script src=\"/app.js\"></script>\
@@ -1535,20 +1561,39 @@ mod tests {
             block.map(|block| block.code),
             Some(crate::job::ErrorCode::EmptyContent)
         );
-        assert!(says_little_again("Shop. Shop! SHOP shop"));
+        assert!(says_little_again("Shop\nShop!\nSHOP\nshop", Format::Text));
+        let header = "Shop\n  I'm shopping for...\n\n";
+        assert!(says_little_again(&header.repeat(3), Format::Text));
+        assert!(says_little_again(&header.repeat(3), Format::Markdown));
+        assert!(!says_little_again(
+            &"<div><p>Shop</p><p>I'm shopping for...</p></div>".repeat(3),
+            Format::Html
+        ));
         // A short text saying each thing once is content, however short.
         assert!(!says_little_again(
-            "Opening hours: nine to five, Monday to Friday."
+            "Opening hours: nine to five, Monday to Friday.",
+            Format::Text
         ));
+        // Few words each on a line of its own, said once: opening hours, a status list,
+        // links (markup and URLs are not words a reader sees).
+        let hours = "Monday 9:00-17:00\nTuesday 9:00-17:00\nWednesday 9:00-17:00\n\
+                     Thursday 9:00-17:00\nFriday 9:00-17:00\nSaturday closed\nSunday closed";
+        assert!(!says_little_again(hours, Format::Text));
+        let status = "US East Operational\nUS West Operational\nEU Operational\nAsia Operational";
+        assert!(!says_little_again(status, Format::Text));
+        let links = "- [Docs](https://example.com/docs)\n- [Blog](https://example.com/blog)\n\
+                     - [GitHub](https://github.com/example/example)";
+        assert!(!says_little_again(links, Format::Markdown));
         // Many words, some said often: content.
         let refrain = "the cat sat on the mat and the dog sat on the log ".repeat(3)
             + "while the bird sang in the tree by the river bank";
-        assert!(!says_little_again(&refrain));
-        assert!(!says_little_again(""));
+        assert!(!says_little_again(&refrain, Format::Text));
+        assert!(!says_little_again("", Format::Text));
         // A long text of few words is left alone: a table of numbers, a sentence said often.
-        assert!(!says_little_again(&"1 0 0 1 ".repeat(30)));
+        assert!(!says_little_again(&"1\n0\n0\n1\n".repeat(30), Format::Text));
         assert!(!says_little_again(
-            &"The river ran past the old mill, and the miller counted sacks. ".repeat(9)
+            &"The river ran past the old mill, and the miller counted sacks.\n".repeat(9),
+            Format::Text
         ));
     }
 
