@@ -103,13 +103,19 @@ pub(super) async fn submit(
         Some(_) => {}
         None => default_kind(&mut body),
     }
+    // The error names the field's path (`jobs[1]`, `webhook.url`), as the extractor's do for
+    // every other body.
+    let at = |error: serde_path_to_error::Error<serde_json::Error>| match error.path().to_string() {
+        path if path == "." => error.into_inner().to_string(),
+        path => format!("{path}: {}", error.into_inner()),
+    };
     let (jobs, webhook) = if is_batch {
-        let batch: BatchRequest = serde_json::from_value(body)
-            .map_err(|error| ApiError::invalid(format!("invalid batch: {error}")))?;
+        let batch: BatchRequest = serde_path_to_error::deserialize(body)
+            .map_err(|error| ApiError::invalid(format!("invalid batch: {}", at(error))))?;
         (batch.jobs, batch.webhook)
     } else {
-        let job: Job = serde_json::from_value(body)
-            .map_err(|error| ApiError::invalid(format!("invalid job: {error}")))?;
+        let job: Job = serde_path_to_error::deserialize(body)
+            .map_err(|error| ApiError::invalid(format!("invalid job: {}", at(error))))?;
         (vec![job], None)
     };
     if jobs.is_empty() {

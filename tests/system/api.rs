@@ -267,6 +267,21 @@ async fn errors_are_json_with_codes_never_500_for_bad_input() {
         );
     }
 
+    // A batch's faulty job is named by its place.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/v1/jobs",
+            Some(serde_json::json!({"jobs": [
+                {"kind": "fetch", "url": "http://a.test/"},
+                {"kind": "fetch", "url": "http://a.test/", "format": "pdf"},
+            ]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("jobs[1]"), "{body}");
+
     let (status, body) = api.call("GET", "/v1/jobs/does-not-exist", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     let (status, _) = api.call("GET", "/v1/pages?from=1", None).await;
