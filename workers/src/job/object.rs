@@ -21,20 +21,40 @@ pub struct Object<T>(pub T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Fields<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
-            type Value = T;
-            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
+        from_object(deserializer, None).map(Object)
+    }
+}
+
+/// `T` read by its own `Deserialize` from a JSON object only; the error for any other shape
+/// says "expected a JSON object", followed by `what` when given ("(a cookie)").
+pub(crate) fn from_object<'de, D, T>(
+    deserializer: D,
+    what: Option<&'static str>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Fields<T> {
+        what: Option<&'static str>,
+        read: PhantomData<T>,
+    }
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Fields<T> {
+        type Value = T;
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.what {
+                Some(what) => write!(formatter, "a JSON object ({what})"),
+                None => formatter.write_str("a JSON object"),
             }
         }
-        deserializer
-            .deserialize_map(Fields(PhantomData))
-            .map(Object)
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map))
+        }
     }
+    deserializer.deserialize_map(Fields {
+        what,
+        read: PhantomData,
+    })
 }
 
 /// For `#[serde(deserialize_with = "optional_object")]` on an `Option<T>` field: absent or
@@ -64,17 +84,15 @@ macro_rules! objects_only {
 
             impl<'de> serde::Deserialize<'de> for $name {
                 fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                    struct Fields;
-                    impl<'de> serde::de::Visitor<'de> for Fields {
-                        type Value = $name;
-                        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                            formatter.write_str(concat!("a JSON object (", $what, ")"))
-                        }
-                        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$name, A::Error> {
-                            <$name>::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    // The derive's own reading (the inherent function), behind the object check.
+                    struct Derived($name);
+                    impl<'de> serde::Deserialize<'de> for Derived {
+                        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                            <$name>::deserialize(deserializer).map(Derived)
                         }
                     }
-                    deserializer.deserialize_map(Fields)
+                    $crate::job::object::from_object(deserializer, Some($what))
+                        .map(|Derived(value)| value)
                 }
             }
         )+

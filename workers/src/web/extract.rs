@@ -182,8 +182,9 @@ fn extract(
         prune::prune(&document)
     };
     let lines = visible.lines.take();
-    // Every answer leaves with the page's lines and gives way to its JSON-LD `articleBody` when
-    // that is longer and tells the same story.
+    // Every answer leaves with the page's lines, gives way to its JSON-LD `articleBody` when
+    // that is longer and tells the same story, and is no answer when it says a few lines
+    // again and again.
     let finish = |extracted: Extracted| {
         extracted
             .with_lines(lines)
@@ -219,9 +220,7 @@ fn extract(
         // WCXB dev split: 8 pages change, 6 better (a link aggregator's thread, a news front
         // page, two category pages: 0.00-0.06 -> 0.72-0.96), 2 worse (a product page and a
         // thread, 0.47 and 0.62 -> 0.07 and 0.32); overall F1 0.8552 -> 0.8562.
-        // Only `almost_nothing` and `kept` are read: the other doubts are about Readability.
-        let doubt = Doubt::of(&found.plain, body_chars, true, false);
-        if doubt.almost_nothing
+        if keeps_almost_nothing(found.plain_chars, body_chars)
             && let Some(article) = by_page_type(
                 &source,
                 page_url,
@@ -229,7 +228,7 @@ fn extract(
                 Some(PageType::Article),
                 title.as_deref(),
             )
-            && article.plain_chars >= ALMOST_NOTHING_FACTOR * doubt.kept
+            && article.plain_chars >= ALMOST_NOTHING_FACTOR * found.plain_chars
         {
             found = ByPageType {
                 page_type,
@@ -380,6 +379,13 @@ const LOW_SHARE: f64 = 0.3;
 /// The same gain holds from 0.1 to 0.3 with a factor of 5, and from 2 to 5 at 0.1.
 const ALMOST_NOTHING_SHARE: f64 = 0.1;
 
+/// Whether an answer of `kept` visible characters is under [`ALMOST_NOTHING_SHARE`] of a body
+/// of `body_chars` ([`AUTO_MIN_BODY_CHARS`] or more): Readability's (`Doubt`), or a type
+/// profile's.
+fn keeps_almost_nothing(kept: usize, body_chars: usize) -> bool {
+    body_chars >= AUTO_MIN_BODY_CHARS && (kept as f64 / body_chars as f64) < ALMOST_NOTHING_SHARE
+}
+
 /// How many times longer than Readability's text rs-trafilatura's must be when Readability
 /// kept almost nothing ([`ALMOST_NOTHING_SHARE`]).
 const ALMOST_NOTHING_FACTOR: usize = 3;
@@ -465,7 +471,7 @@ impl Doubt {
             kept,
             whole_page: big_enough && opens_with_skip_link(text),
             little_kept: big_enough && !declares_article && share < LOW_SHARE,
-            almost_nothing: big_enough && share < ALMOST_NOTHING_SHARE,
+            almost_nothing: keeps_almost_nothing(kept, body_chars),
             one_section: big_enough && undated && share < ONE_SECTION_SHARE,
         }
     }
@@ -858,46 +864,46 @@ const SHELL_MAX_WORDS: usize = 100;
 /// Readability's markup, not the answer text and markdown share, and a page must not be
 /// empty in one format and not in the others.
 fn says_little_again(text: &str, format: Format) -> bool {
-    let plain: std::borrow::Cow<'_, str> = match format {
-        Format::Markdown => prune::markdown_plain(text).into(),
-        Format::Text => text.into(),
-        Format::Html => return false,
-    };
-    let mut distinct: Vec<String> = Vec::new();
-    let mut words = 0;
-    for word in plain
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-    {
-        words += 1;
-        if words > SHELL_MAX_WORDS {
-            return false;
-        }
-        let word = word.to_lowercase();
-        if !distinct.contains(&word) {
-            if distinct.len() == SHELL_DISTINCT_WORDS {
-                return false;
-            }
-            distinct.push(word);
-        }
-    }
-    if distinct.is_empty() || words < 2 * distinct.len() {
+    if format == Format::Html {
         return false;
     }
-    let mut lines: Vec<String> = Vec::new();
+    let mut distinct: Vec<String> = Vec::new();
+    let (mut words, mut lines) = (0, 0);
     let mut kinds: Vec<String> = Vec::new();
-    for line in plain.lines() {
-        let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Line by line, markdown read as plain one line at a time: a page with content is left
+    // after its first hundred words, never read whole.
+    for line in text.lines() {
+        let plain: std::borrow::Cow<'_, str> = match format {
+            Format::Markdown => prune::markdown_plain(line).into(),
+            Format::Text | Format::Html => line.into(),
+        };
+        for word in plain
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+        {
+            words += 1;
+            if words > SHELL_MAX_WORDS {
+                return false;
+            }
+            let word = word.to_lowercase();
+            if !distinct.contains(&word) {
+                if distinct.len() == SHELL_DISTINCT_WORDS {
+                    return false;
+                }
+                distinct.push(word);
+            }
+        }
+        let line = plain.split_whitespace().collect::<Vec<_>>().join(" ");
         if line.is_empty() {
             continue;
         }
+        lines += 1;
         let line = line.to_lowercase();
         if !kinds.contains(&line) {
-            kinds.push(line.clone());
+            kinds.push(line);
         }
-        lines.push(line);
     }
-    lines.len() >= 2 * kinds.len()
+    !distinct.is_empty() && words >= 2 * distinct.len() && lines >= 2 * kinds.len()
 }
 
 /// rs-trafilatura's markdown holding less than this share of its plain answer's visible
