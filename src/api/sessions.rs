@@ -44,8 +44,11 @@ pub struct OpenSession {
     pub credentials: Credentials,
 }
 
-/// One action, or `{"actions": [...]}`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+/// One action, or `{"actions": [...]}`. Read by hand rather than as an untagged enum, whose
+/// only error, whatever the fault, is "data did not match any variant": a body with `actions`
+/// is a batch and anything else one action, so a misspelt action or a bad field is told as
+/// the action's own error, and a batch's names the action's place (`actions[2]: ...`).
+#[derive(Debug, Clone, ToSchema)]
 #[serde(untagged)]
 pub enum ActionRequest {
     /// A batch, run in order until one fails.
@@ -55,6 +58,48 @@ pub enum ActionRequest {
     },
     /// One action.
     One(Action),
+}
+
+impl<'de> Deserialize<'de> for ActionRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let serde_json::Value::Object(mut fields) = value else {
+            return Err(D::Error::custom(format!(
+                "expected a JSON object (an action, or {{\"actions\": [...]}}), got {}",
+                json_kind(&value)
+            )));
+        };
+        let Some(actions) = fields.remove("actions") else {
+            // The trait's `deserialize`: `Action`'s inherent one is the derive, which would
+            // also read an array (see `objects_only!`).
+            return <Action as Deserialize>::deserialize(serde_json::Value::Object(fields))
+                .map(ActionRequest::One)
+                .map_err(D::Error::custom);
+        };
+        if let Some(other) = fields.keys().next() {
+            return Err(D::Error::unknown_field(other, &["actions"]));
+        }
+        let actions: Vec<Action> = serde_path_to_error::deserialize(actions).map_err(|error| {
+            // The path of the list itself is "."; an action's starts with its place ("[1]").
+            let path = error.path().to_string();
+            let path = path.strip_prefix('.').unwrap_or(&path);
+            D::Error::custom(format!("actions{path}: {}", error.inner()))
+        })?;
+        Ok(ActionRequest::Batch { actions })
+    }
+}
+
+/// What a JSON value is, for an error message.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// The steps a request ran.
@@ -343,5 +388,60 @@ pub(super) async fn close(
             .await
             .map(relay)
             .map_err(route_error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActionRequest;
+
+    fn read(body: &str) -> Result<ActionRequest, String> {
+        serde_json::from_str(body).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn one_action_or_a_batch() {
+        let one = read(r#"{"action": "goto", "url": "http://a.test/"}"#).expect("one action");
+        assert!(matches!(one, ActionRequest::One(_)), "{one:?}");
+        let batch = read(
+            r#"{"actions": [{"action": "goto", "url": "http://a.test/"}, {"action": "back"}]}"#,
+        )
+        .expect("a batch");
+        assert!(
+            matches!(&batch, ActionRequest::Batch { actions } if actions.len() == 2),
+            "{batch:?}"
+        );
+    }
+
+    #[test]
+    fn a_fault_is_told_as_it_is() {
+        for (body, told) in [
+            (
+                r#"{"action": "clik", "selector": "a"}"#,
+                "unknown variant `clik`",
+            ),
+            (
+                r#"{"action": "goto", "url": "http://a.test/", "colour": 1}"#,
+                "colour",
+            ),
+            (
+                r#"{"actions": [{"action": "back"}, {"action": "clik"}]}"#,
+                "actions[1].action: unknown variant `clik`",
+            ),
+            (
+                r#"{"actions": [["goto", "http://a.test/"]]}"#,
+                "actions[0]: ",
+            ),
+            (r#"{"actions": [], "extra": 1}"#, "unknown field `extra`"),
+            (r#"["goto", "http://a.test/"]"#, "expected a JSON object"),
+            (r#"{"actions": {"action": "back"}}"#, "actions: "),
+        ] {
+            let error = read(body).expect_err(body);
+            assert!(error.contains(told), "{body}: {error}");
+            assert!(
+                !error.contains("did not match any variant"),
+                "{body}: {error}"
+            );
+        }
     }
 }

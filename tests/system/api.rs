@@ -282,6 +282,38 @@ async fn errors_are_json_with_codes_never_500_for_bad_input() {
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("jobs[1]"), "{body}");
 
+    // A session's action is told by its own error, a batch's by its place, never "did not
+    // match any variant" (the body is read before the session is looked for).
+    for (request, told) in [
+        (
+            serde_json::json!({"action": "clik", "selector": "a"}),
+            "unknown variant `clik`",
+        ),
+        (
+            serde_json::json!({"actions": [{"action": "back"}, {"action": "clik"}]}),
+            "actions[1].action: unknown variant `clik`",
+        ),
+        (
+            serde_json::json!({"actions": [["goto", "http://a.test/"]]}),
+            "JSON object",
+        ),
+    ] {
+        let (status, body) = api
+            .call("POST", "/v1/sessions/any/actions", Some(request.clone()))
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{request}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(told), "{request}: {body}");
+        assert!(
+            !message.contains("variant of untagged"),
+            "{request}: {body}"
+        );
+    }
+
     let (status, body) = api.call("GET", "/v1/jobs/does-not-exist", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     let (status, _) = api.call("GET", "/v1/pages?from=1", None).await;
