@@ -160,6 +160,51 @@ pub fn user_config_file() -> Option<PathBuf> {
     Some(base.join("trawl").join(DEFAULT_CONFIG_FILE))
 }
 
+/// Refuses a section or nested table given as an array (`api = []`, `TRAWL_HTTP=[1]`): serde's
+/// derive reads an array as the table's fields in order, so `[]` was every default, silently,
+/// and `[1, 2]` the first two fields by position. Only arrays are checked, where the defaults
+/// have a table: a table's other faults are the extractor's to tell.
+fn tables_stay_tables(figment: &Figment) -> Result<(), Error> {
+    fn walk(
+        defaults: &figment::value::Dict,
+        given: &figment::value::Dict,
+        path: &str,
+        figment: &Figment,
+    ) -> Result<(), Error> {
+        for (key, default) in defaults {
+            let (Some(default), Some(value)) = (default.as_dict(), given.get(key)) else {
+                continue;
+            };
+            let key = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            match value {
+                figment::value::Value::Dict(_, value) => walk(default, value, &key, figment)?,
+                figment::value::Value::Array(tag, _) => {
+                    let source = figment
+                        .get_metadata(*tag)
+                        .and_then(|metadata| metadata.source.as_ref())
+                        .map(|source| format!(" (in {source})"))
+                        .unwrap_or_default();
+                    return Err(Error::Invalid(format!(
+                        "`{key}` must be a table, not an array{source}"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    let defaults = figment::value::Value::serialize(Config::default()).map_err(Box::new)?;
+    let given = figment.find_value("").map_err(Box::new)?;
+    match (defaults.as_dict(), given.as_dict()) {
+        (Some(defaults), Some(given)) => walk(defaults, given, "", figment),
+        _ => Ok(()),
+    }
+}
+
 impl Config {
     /// Loads defaults, then `file`, or else the user's file ([`user_config_file`]) and
     /// `./trawl.toml` (each when present), then the environment.
@@ -186,6 +231,7 @@ impl Config {
                 .ignore(&["log", "config", "token"])
                 .split("__"),
         );
+        tables_stay_tables(&figment)?;
         let mut config: Config = figment.extract().map_err(Box::new)?;
         // Secrets given as `env:NAME` (the fallback providers' keys) are read now, once.
         config
@@ -309,6 +355,28 @@ mod tests {
         std::fs::write(&path, "[http]\nmax_bytez = 2000\n").expect("write");
         let error = Config::load(Some(&path)).expect_err("unknown key");
         assert!(error.to_string().contains("max_bytez"), "{error}");
+
+        // A section given as an array was read as its defaults (serde's derive takes a
+        // struct's fields in order from an array); it is refused, with its key and file.
+        for (text, key) in [
+            ("api = []\n", "`api`"),
+            ("http = [1, 2]\n", "`http`"),
+            ("[search]\nsearxng = []\n", "`search.searxng`"),
+        ] {
+            std::fs::write(&path, text).expect("write");
+            match Config::load(Some(&path)) {
+                Err(Error::Invalid(message)) => {
+                    assert!(
+                        message.contains(&format!("{key} must be a table, not an array")),
+                        "{text}: {message}"
+                    );
+                    assert!(message.contains("t.toml"), "{text}: {message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        std::fs::write(&path, "[http]\nmax_bytes = 2000\n").expect("write");
+        assert!(Config::load(Some(&path)).is_ok());
 
         let missing = dir.path().join("nope.toml");
         assert!(matches!(
