@@ -430,6 +430,17 @@ where
     }
 }
 
+/// A JSON value's fault, read through `serde_path_to_error`, with the path of the field it is
+/// at (`jobs[1].format: unknown variant ...`), as axum's extractor tells the faults of the
+/// bodies [`ApiJson`] reads; a fault of the value itself (path `.`) without one. For bodies
+/// read in steps (a job's kind first, a batch or an action by its keys).
+pub fn at_path(error: serde_path_to_error::Error<serde_json::Error>) -> String {
+    match error.path().to_string() {
+        path if path == "." => error.into_inner().to_string(),
+        path => format!("{path}: {}", error.into_inner()),
+    }
+}
+
 /// Query strings whose rejections are API errors.
 #[derive(Debug, Clone, FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]

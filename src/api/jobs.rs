@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ApiQuery, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ApiQuery, ErrorBody, at_path};
 use crate::queue::Envelope;
 use crate::store::{Cancel, JobEntry, JobFilter, JobRecord, NewBatch, NewJob, Status};
 
@@ -103,19 +103,14 @@ pub(super) async fn submit(
         Some(_) => {}
         None => default_kind(&mut body),
     }
-    // The error names the field's path (`jobs[1]`, `webhook.url`), as the extractor's do for
-    // every other body.
-    let at = |error: serde_path_to_error::Error<serde_json::Error>| match error.path().to_string() {
-        path if path == "." => error.into_inner().to_string(),
-        path => format!("{path}: {}", error.into_inner()),
-    };
+    // The error names the field's path (`jobs[1]`, `webhook.url`).
     let (jobs, webhook) = if is_batch {
         let batch: BatchRequest = serde_path_to_error::deserialize(body)
-            .map_err(|error| ApiError::invalid(format!("invalid batch: {}", at(error))))?;
+            .map_err(|error| ApiError::invalid(format!("invalid batch: {}", at_path(error))))?;
         (batch.jobs, batch.webhook)
     } else {
         let job: Job = serde_path_to_error::deserialize(body)
-            .map_err(|error| ApiError::invalid(format!("invalid job: {}", at(error))))?;
+            .map_err(|error| ApiError::invalid(format!("invalid job: {}", at_path(error))))?;
         (vec![job], None)
     };
     if jobs.is_empty() {

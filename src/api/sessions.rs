@@ -20,11 +20,12 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use trawl_workers::browse::{Action, Credentials, Profile};
 use trawl_workers::job::ErrorCode;
+use trawl_workers::job::object::Object;
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Owner;
-use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody};
+use super::error::{ApiError, ApiErrorCode, ApiJson, ApiPath, ErrorBody, at_path};
 use crate::session_hosts::{Forwarded, Remote, RouteError};
 use crate::sessions::{self, Replay, SessionInfo, SessionList, Sessions, Step};
 
@@ -63,42 +64,27 @@ pub enum ActionRequest {
 impl<'de> Deserialize<'de> for ActionRequest {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error as _;
-        let value = serde_json::Value::deserialize(deserializer)?;
-        let serde_json::Value::Object(mut fields) = value else {
-            return Err(D::Error::custom(format!(
-                "expected a JSON object (an action, or {{\"actions\": [...]}}), got {}",
-                json_kind(&value)
-            )));
-        };
-        let Some(actions) = fields.remove("actions") else {
+        /// A batch's body, read with its path told (`actions[1].action: ...`).
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Batch {
+            actions: Vec<Action>,
+        }
+        let Object(fields) =
+            Object::<serde_json::Map<String, serde_json::Value>>::deserialize(deserializer)?;
+        let batch = fields.contains_key("actions");
+        let fields = serde_json::Value::Object(fields);
+        if batch {
+            let Batch { actions } = serde_path_to_error::deserialize(fields)
+                .map_err(|e| D::Error::custom(at_path(e)))?;
+            Ok(ActionRequest::Batch { actions })
+        } else {
             // The trait's `deserialize`: `Action`'s inherent one is the derive, which would
             // also read an array (see `objects_only!`).
-            return <Action as Deserialize>::deserialize(serde_json::Value::Object(fields))
+            <Action as Deserialize>::deserialize(fields)
                 .map(ActionRequest::One)
-                .map_err(D::Error::custom);
-        };
-        if let Some(other) = fields.keys().next() {
-            return Err(D::Error::unknown_field(other, &["actions"]));
+                .map_err(D::Error::custom)
         }
-        let actions: Vec<Action> = serde_path_to_error::deserialize(actions).map_err(|error| {
-            // The path of the list itself is "."; an action's starts with its place ("[1]").
-            let path = error.path().to_string();
-            let path = path.strip_prefix('.').unwrap_or(&path);
-            D::Error::custom(format!("actions{path}: {}", error.inner()))
-        })?;
-        Ok(ActionRequest::Batch { actions })
-    }
-}
-
-/// What a JSON value is, for an error message.
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 
