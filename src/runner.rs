@@ -453,7 +453,7 @@ async fn run_fetch(
         }
         let result = cached_result(job, &hit, max_chars);
         let outcome = Outcome::Succeeded {
-            result: serde_json::to_value(&result).expect("results serialise"),
+            result: store::stored_fetch_result(&result),
             page_id: Some(hit.page.id.clone()),
         };
         deps.metrics.cache_hit();
@@ -547,7 +547,7 @@ async fn run_fetch(
         .store
         .finish_with_page(job_id, page, |content_hash| {
             let result = fetch::build_result(info, text, job_id, content_hash, false, max_chars);
-            serde_json::to_string(&result).expect("results serialise")
+            store::stored_fetch_result(&result).to_string()
         })
         .await?;
     deps.metrics.fetched(fetched.raw.len());

@@ -24,6 +24,7 @@ mod overview;
 mod pages;
 mod postgres;
 mod records;
+mod results;
 mod rows;
 mod sessions;
 mod sqlite;
@@ -46,6 +47,7 @@ pub use records::{
     NewJob, NewPage, NewSessionStep, Outcome, PageEntry, PageFilter, PageRecord, SessionHost,
     SessionRecord, SessionStepRecord, Status, WarcRef,
 };
+pub use results::stored_fetch_result;
 use sqlite::SqliteStore;
 pub(crate) use sqlite::lock_sqlite_migrations;
 use writer::Writer;
@@ -500,12 +502,6 @@ delegate! {
     /// Returns a blob's bytes, decompressed.
     pub async fn blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, Error>;
 
-    /// Returns one job.
-    pub async fn job(&self, id: &str) -> Result<Option<JobRecord>, Error>;
-
-    /// Returns the jobs of a batch that ended after `after_seq`, in the order they ended.
-    pub async fn ended_since(&self, batch_id: &str, after_seq: i64, limit: u32) -> Result<Vec<EndedJob>, Error>;
-
     /// Returns the jobs `filter` takes after the job `after` (a cursor: the last `job_id`
     /// returned), in id order, at most `limit`.
     pub async fn list_jobs(&self, filter: &JobFilter, after: Option<&str>, limit: u32) -> Result<Vec<JobEntry>, Error>;
@@ -513,9 +509,6 @@ delegate! {
     /// Returns the stored pages `filter` takes after the page `after` (a cursor: the last
     /// `page_id` returned), in id order, at most `limit`.
     pub async fn list_pages(&self, filter: &PageFilter, after: Option<&str>, limit: u32) -> Result<Vec<PageEntry>, Error>;
-
-    /// Returns the jobs of a crawl that ended after `after_seq`, in the order they ended.
-    pub async fn crawl_ended_since(&self, crawl_id: &str, after_seq: i64, limit: u32) -> Result<Vec<EndedJob>, Error>;
 
     /// Asks the archive pool to take every stored page not archived yet, or those of one
     /// crawl (fetched by its jobs or served to them from the cache). Returns how many.

@@ -11,6 +11,7 @@ on_both_engines!(
     the_first_end_of_a_job_wins,
     a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry,
     pages_finished_together_are_committed_in_groups_without_mixing_jobs,
+    a_fetch_result_keeps_its_text_once_and_reads_whole,
     two_stores_on_one_database_end_each_job_once_in_done_seq_order,
     crawls_keep_their_seen_set_counters_and_budget,
     pages_wait_for_the_archive_and_export_in_order,
@@ -154,6 +155,84 @@ fn page_info(url: &str) -> trawl_workers::fetch::PageInfo {
         truncated: false,
         reduced: false,
     }
+}
+
+/// A fetch result's text is kept once, as its page's (compressed, in `blobs`), not again in
+/// the job's row; reading the job, or the batch's ended jobs, puts it back as the job ended
+/// (cut at `max_chars`). A result stored with its text is read as it is.
+async fn a_fetch_result_keeps_its_text_once_and_reads_whole(db: TestDb) {
+    let store = db.open().await;
+    store
+        .create_jobs(&[new_job("t1", "t"), new_job("t2", "t")])
+        .await
+        .expect("creates");
+    let url = "https://example.com/t";
+    let info = page_info(url);
+    let text = "Ünïcode \"quoted\" text of the page, longer than max_chars";
+    let page = trawl::store::NewPage {
+        url,
+        final_url: url,
+        options_hash: "o",
+        info: &info,
+        text,
+        raw: b"<p>text</p>",
+        headers: &[],
+        ip: None,
+        archive: false,
+        lines: None,
+        attempt: None,
+        tenant: trawl::tenant::DEFAULT,
+    };
+    let result_for =
+        |hash: &str| trawl_workers::fetch::build_result(&info, text, "t1", hash, false, 16);
+    let (hash, ended) = store
+        .finish_with_page("t1", page, |hash| {
+            trawl::store::stored_fetch_result(&result_for(hash)).to_string()
+        })
+        .await
+        .expect("stores");
+    assert_eq!(ended, Some(Status::Succeeded));
+    let row: String = if db.url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(&db.url).await.expect("opens");
+        sqlx::query_scalar("SELECT result FROM jobs WHERE id = $1")
+            .bind("t1")
+            .fetch_one(&pool)
+            .await
+            .expect("reads")
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.expect("opens");
+        sqlx::query_scalar("SELECT result FROM jobs WHERE id = $1")
+            .bind("t1")
+            .fetch_one(&pool)
+            .await
+            .expect("reads")
+    };
+    assert!(!row.contains("Ünïcode") && row.contains(&hash), "{row}");
+    let whole = serde_json::to_value(result_for(&hash)).expect("serialises");
+    assert_eq!(whole["content"]["text"], "Ünïcode \"quoted\"");
+    let job = store.job("t1").await.expect("reads").expect("exists");
+    assert_eq!(job.result.as_ref(), Some(&whole));
+    let kept = serde_json::json!({"content": {"text": "kept", "length": 4}, "n": 2});
+    let outcome = Outcome::Succeeded {
+        result: kept.clone(),
+        page_id: None,
+    };
+    store.finish("t2", &outcome).await.expect("ends");
+    assert_eq!(
+        store
+            .job("t2")
+            .await
+            .expect("reads")
+            .expect("exists")
+            .result,
+        Some(kept.clone())
+    );
+    let ended = store.ended_since("t", 0, 10).await.expect("reads");
+    let results: Vec<serde_json::Value> = ended
+        .iter()
+        .map(|job| serde_json::from_str(job.result.as_deref().expect("result")).expect("JSON"))
+        .collect();
+    assert_eq!(results, [whole, kept]);
 }
 
 /// Pages finished at once are committed in groups: every job ends once with its own result
