@@ -28,13 +28,13 @@ pub fn stored_fetch_result(result: &FetchResult) -> Value {
 
 impl Store {
     /// Puts a stored fetch result's text back (see the module's comment); any other result is
-    /// left as it is.
-    async fn put_text_back(&self, result: &mut Value) -> Result<(), Error> {
+    /// left as it is. Returns whether it put a text back.
+    async fn put_text_back(&self, result: &mut Value) -> Result<bool, Error> {
         let Some(content) = result.get("content").and_then(Value::as_object) else {
-            return Ok(());
+            return Ok(false);
         };
         if content.contains_key("text") {
-            return Ok(());
+            return Ok(false);
         }
         let length = content
             .get("length")
@@ -53,7 +53,7 @@ impl Store {
         if let Some(content) = result.get_mut("content").and_then(Value::as_object_mut) {
             content.insert("text".to_owned(), shown);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Returns one job, a fetch result's text put back.
@@ -107,8 +107,8 @@ impl Store {
         self.put_texts_back(jobs).await
     }
 
-    /// [`Store::put_text_back`] for ended jobs, whose results are JSON text: only a result
-    /// stored without its text is parsed and written again.
+    /// [`Store::put_text_back`] for ended jobs, whose results are JSON text: each is parsed,
+    /// and written again only when its text was put back.
     async fn put_texts_back(&self, mut jobs: Vec<EndedJob>) -> Result<Vec<EndedJob>, Error> {
         for job in &mut jobs {
             let Some(text) = &job.result else { continue };
@@ -116,15 +116,9 @@ impl Store {
                 what: "job result",
                 detail: error.to_string(),
             })?;
-            let had_text = result
-                .get("content")
-                .and_then(Value::as_object)
-                .is_none_or(|content| content.contains_key("text"));
-            if had_text {
-                continue;
+            if self.put_text_back(&mut result).await? {
+                job.result = Some(result.to_string());
             }
-            self.put_text_back(&mut result).await?;
-            job.result = Some(result.to_string());
         }
         Ok(jobs)
     }
