@@ -72,7 +72,8 @@ where
 /// derived, read from a JSON object only; `what` names the type in the error ("expected a JSON
 /// object (a cookie)"). Beware: `Type::deserialize(d)` written as a path calls the inherent
 /// function, which still takes an array; call `<Type as Deserialize>::deserialize` or
-/// `serde_json::from_*` instead.
+/// `serde_json::from_*` instead (`clippy.toml` forbids the inherent one, `disallowed_methods`,
+/// outside this macro: a type given to it gets its line there).
 macro_rules! objects_only {
     ($($name:ty => $what:literal),+ $(,)?) => {
         $(
@@ -87,6 +88,8 @@ macro_rules! objects_only {
                     // The derive's own reading (the inherent function), behind the object check.
                     struct Derived($name);
                     impl<'de> serde::Deserialize<'de> for Derived {
+                        // The one call of the inherent function: behind the object check.
+                        #[allow(clippy::disallowed_methods)]
                         fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                             <$name>::deserialize(deserializer).map(Derived)
                         }
