@@ -267,18 +267,10 @@ macro_rules! job_queries {
                 row.map(|row| rows::job(&row)).transpose()
             }
 
-            pub(super) async fn ended_since(
-                &self,
-                batch_id: &str,
-                after_seq: i64,
-                limit: u32,
-            ) -> Result<Vec<EndedJob>, Error> {
-                self.ended_in("batch_id", batch_id, after_seq, limit).await
-            }
-
             /// The jobs whose `column` (`batch_id` or `crawl_id`: a name, never input) is
-            /// `id` that ended after `after_seq`, in the order they ended.
-            async fn ended_in(
+            /// `id` that ended after `after_seq`, in the order they ended, their results as
+            /// stored (`Store::ended_since` and `Store::crawl_ended_since` put texts back).
+            pub(super) async fn ended_in(
                 &self,
                 column: &'static str,
                 id: &str,
@@ -333,15 +325,6 @@ macro_rules! job_queries {
                 select.push(" LIMIT ").push_bind(i64::from(limit));
                 let found = select.build().fetch_all(&self.pool).await?;
                 found.iter().map(rows::job_entry).collect()
-            }
-
-            pub(super) async fn crawl_ended_since(
-                &self,
-                crawl_id: &str,
-                after_seq: i64,
-                limit: u32,
-            ) -> Result<Vec<EndedJob>, Error> {
-                self.ended_in("crawl_id", crawl_id, after_seq, limit).await
             }
 
             pub(super) async fn count_by_status(

@@ -6,8 +6,8 @@
 //!
 //! Kept in the result, the text was about 40 % of a crawl's store (20 KB of JSON a page,
 //! uncompressed, beside its compressed copy). Results stored with their text (by earlier
-//! versions, and every other kind of job) are read as they are. Nothing here writes or
-//! reads the database: the engines store the JSON text they are given.
+//! versions, and every other kind of job) are read as they are. The SQL stays in the engines
+//! (`jobs`): this module changes only the JSON they are given and give back.
 
 use serde_json::Value;
 use trawl_workers::fetch::truncate_chars;
@@ -79,13 +79,7 @@ impl Store {
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<EndedJob>, Error> {
-        let jobs = match &self.engine {
-            super::Engine::Sqlite(engine) => engine.ended_since(batch_id, after_seq, limit).await?,
-            super::Engine::Postgres(engine) => {
-                engine.ended_since(batch_id, after_seq, limit).await?
-            }
-        };
-        self.put_texts_back(jobs).await
+        self.ended_in("batch_id", batch_id, after_seq, limit).await
     }
 
     /// Returns the jobs of a crawl that ended after `after_seq`, in the order they ended,
@@ -96,20 +90,25 @@ impl Store {
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<EndedJob>, Error> {
-        let jobs = match &self.engine {
-            super::Engine::Sqlite(engine) => {
-                engine.crawl_ended_since(crawl_id, after_seq, limit).await?
-            }
-            super::Engine::Postgres(engine) => {
-                engine.crawl_ended_since(crawl_id, after_seq, limit).await?
-            }
-        };
-        self.put_texts_back(jobs).await
+        self.ended_in("crawl_id", crawl_id, after_seq, limit).await
     }
 
-    /// [`Store::put_text_back`] for ended jobs, whose results are JSON text: each is parsed,
-    /// and written again only when its text was put back.
-    async fn put_texts_back(&self, mut jobs: Vec<EndedJob>) -> Result<Vec<EndedJob>, Error> {
+    /// The jobs whose `column` (`batch_id` or `crawl_id`) is `id` that ended after
+    /// `after_seq`, in the order they ended; each result is parsed, and written again only
+    /// when its text was put back ([`Store::put_text_back`]).
+    async fn ended_in(
+        &self,
+        column: &'static str,
+        id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<EndedJob>, Error> {
+        let mut jobs = match &self.engine {
+            super::Engine::Sqlite(engine) => engine.ended_in(column, id, after_seq, limit).await?,
+            super::Engine::Postgres(engine) => {
+                engine.ended_in(column, id, after_seq, limit).await?
+            }
+        };
         for job in &mut jobs {
             let Some(text) = &job.result else { continue };
             let mut result: Value = serde_json::from_str(text).map_err(|error| Error::Corrupt {

@@ -100,18 +100,8 @@ async fn a_cancelled_job_ends_with_the_cancelled_error_not_its_last_retry(db: Te
     let url = "https://example.com/c";
     let info = page_info(url);
     let page = trawl::store::NewPage {
-        url,
-        final_url: url,
-        options_hash: "o",
-        info: &info,
-        text: "text",
-        raw: b"<p>text</p>",
-        headers: &[],
-        ip: None,
         archive: true,
-        lines: None,
-        attempt: None,
-        tenant: trawl::tenant::DEFAULT,
+        ..new_page(&info, "text", b"<p>text</p>")
     };
     // As with an archive pool in the process: a page not stored is not held for it either.
     store.hold_for_archive(trawl::store::RawBodies::All, false);
@@ -157,6 +147,29 @@ fn page_info(url: &str) -> trawl_workers::fetch::PageInfo {
     }
 }
 
+/// A page of `info.url` to store with `text` and `raw`: not to archive, no headers, no IP,
+/// no attempt, the default tenant (a test changes what it needs with `..`).
+fn new_page<'a>(
+    info: &'a trawl_workers::fetch::PageInfo,
+    text: &'a str,
+    raw: &'a [u8],
+) -> trawl::store::NewPage<'a> {
+    trawl::store::NewPage {
+        url: &info.url,
+        final_url: &info.url,
+        options_hash: "o",
+        info,
+        text,
+        raw,
+        headers: &[],
+        ip: None,
+        archive: false,
+        lines: None,
+        attempt: None,
+        tenant: trawl::tenant::DEFAULT,
+    }
+}
+
 /// A fetch result's text is kept once, as its page's (compressed, in `blobs`), not again in
 /// the job's row; reading the job, or the batch's ended jobs, puts it back as the job ended
 /// (cut at `max_chars`). A result stored with its text is read as it is.
@@ -169,20 +182,7 @@ async fn a_fetch_result_keeps_its_text_once_and_reads_whole(db: TestDb) {
     let url = "https://example.com/t";
     let info = page_info(url);
     let text = "Ünïcode \"quoted\" text of the page, longer than max_chars";
-    let page = trawl::store::NewPage {
-        url,
-        final_url: url,
-        options_hash: "o",
-        info: &info,
-        text,
-        raw: b"<p>text</p>",
-        headers: &[],
-        ip: None,
-        archive: false,
-        lines: None,
-        attempt: None,
-        tenant: trawl::tenant::DEFAULT,
-    };
+    let page = new_page(&info, text, b"<p>text</p>");
     let result_for =
         |hash: &str| trawl_workers::fetch::build_result(&info, text, "t1", hash, false, 16);
     let (hash, ended) = store
@@ -272,18 +272,8 @@ async fn pages_finished_together_are_committed_in_groups_without_mixing_jobs(db:
             };
             let raw = format!("<p>{text}</p>");
             let page = trawl::store::NewPage {
-                url: &url,
-                final_url: &url,
-                options_hash: "o",
-                info: &info,
-                text: &text,
-                raw: raw.as_bytes(),
-                headers: &[],
-                ip: None,
                 archive: n % 2 == 0,
-                lines: None,
-                attempt: None,
-                tenant: trawl::tenant::DEFAULT,
+                ..new_page(&info, &text, raw.as_bytes())
             };
             let (_, ended) = store
                 .finish_with_page(&id, page, |hash| {
@@ -594,18 +584,11 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         let info = page_info(&url);
         let text = format!("# page {n}\n\nline two\n");
         let page = trawl::store::NewPage {
-            url: &url,
-            final_url: &url,
-            options_hash: "o",
-            info: &info,
-            text: &text,
-            raw: b"<html>same raw body</html>",
             headers: &[("content-type".to_owned(), "text/html".to_owned())],
             ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
             archive: n != 1,
-            lines: None,
             attempt: Some(1),
-            tenant: trawl::tenant::DEFAULT,
+            ..new_page(&info, &text, b"<html>same raw body</html>")
         };
         let (hash, ended) = store
             .finish_with_page(id, page, |hash| {
@@ -906,18 +889,8 @@ async fn a_worker_that_lost_its_job_cannot_commit_late(db: TestDb) {
     let url = "https://example.com/late".to_owned();
     let info = page_info(&url);
     let page = |attempt| trawl::store::NewPage {
-        url: &url,
-        final_url: &url,
-        options_hash: "o",
-        info: &info,
-        text: "late text",
-        raw: b"<p>late</p>",
-        headers: &[],
-        ip: None,
-        archive: false,
-        lines: None,
         attempt: Some(attempt),
-        tenant: trawl::tenant::DEFAULT,
+        ..new_page(&info, "late text", b"<p>late</p>")
     };
     let (_, late) = store
         .finish_with_page(&id, page(1), |_| "{\"late\": true}".to_owned())
@@ -1118,18 +1091,8 @@ async fn jobs_crawls_and_pages_belong_to_their_tenant(db: TestDb) {
     let info = page_info(url);
     store.begin_attempt(&id).await.expect("starts");
     let page = trawl::store::NewPage {
-        url,
-        final_url: url,
-        options_hash: "o",
-        info: &info,
-        text: "acme's text",
-        raw: b"<p>acme's text</p>",
-        headers: &[],
-        ip: None,
-        archive: false,
-        lines: None,
-        attempt: None,
         tenant: acme.as_str(),
+        ..new_page(&info, "acme's text", b"<p>acme's text</p>")
     };
     store
         .finish_with_page(&id, page, |_| "{}".to_owned())
@@ -1225,20 +1188,7 @@ async fn jobs_and_pages_are_listed_by_batch_crawl_status_and_host_with_a_cursor(
         ulid::Ulid::generate().to_string().to_lowercase()
     );
     let info = page_info(&url);
-    let page = trawl::store::NewPage {
-        url: &url,
-        final_url: &url,
-        options_hash: "o",
-        info: &info,
-        text: "a page",
-        raw: b"<p>a page</p>",
-        headers: &[],
-        ip: None,
-        archive: false,
-        lines: None,
-        attempt: None,
-        tenant: trawl::tenant::DEFAULT,
-    };
+    let page = new_page(&info, "a page", b"<p>a page</p>");
     store
         .finish_with_page(&ids[0], page, |hash| {
             serde_json::json!({ "hash": hash }).to_string()
