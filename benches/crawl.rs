@@ -50,13 +50,15 @@
 //! Each process runs under GNU time. Per run: pages/s (pages fetched / wall time of `trawl
 //! crawl`; for the peer, pages it indexed (`indexed=` of spider_extract's `RESULT` line) or
 //! pages answering 200 (spiderbench) / its wall time), CPU ms per page ((user + sys) of every
-//! process of the run / pages), peak RSS per process, and VmRSS of each fetching process
-//! sampled every second (first after a 3 s warm-up, median, last, max, last/first: with
-//! 100,000 pages this is the memory check). Then medians per mode, the targets (distributed ≥
-//! 400 pages/s and within 10% of embedded; peak RSS < 300 MB per process; archive ≤ 2.2 ms CPU
-//! per page), and trawl's ratios to the peer's medians: embedded / peer pages/s ≥ 1.3, archive
-//! / peer ≥ 1.0, distributed / peer ≥ 1.0, and CPU ms per page and peak RSS against the
-//! peer's (no target); the same pages/s ratios against peer-fetch, without targets.
+//! process of the run / pages), peak RSS per process, what an embedded or archive run left on
+//! disk (the store's SQLite file with its WAL, and the whole data directory), and VmRSS of
+//! each fetching process sampled every second (first after a 3 s warm-up, median, last, max,
+//! last/first: with 100,000 pages this is the memory check). Then medians per mode (with the
+//! store's size), the targets (distributed ≥ 400 pages/s and within 10% of embedded; peak RSS
+//! < 300 MB per process; archive ≤ 2.2 ms CPU per page), and trawl's ratios to the peer's
+//! medians: embedded / peer pages/s ≥ 1.3, archive / peer ≥ 1.0, distributed / peer ≥ 1.0, and
+//! CPU ms per page and peak RSS against the peer's (no target); the same pages/s ratios against
+//! peer-fetch, without targets.
 //!
 //! The peer's pages are not trawl's: spider-rs keeps URLs that differ only by tracking
 //! parameters apart (the site's links carry `?utm_*` and `?fbclid=<random>`) and reads no

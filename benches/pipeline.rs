@@ -277,10 +277,10 @@ fn timed_run(settings: &Settings, root: &Path, urls: &Path, i: usize) -> Result<
             "\n!!!!! run {i}: ONLY {succeeded} OF {n} PAGES SUCCEEDED; errors by code: {errors:?} !!!!!\n"
         );
     }
-    let data_mb = dir_size(&data) as f64 / 1e6;
+    let data_mb = figures::dir_size(&data) as f64 / 1e6;
     eprintln!(
         "run {i}: data dir {data_mb:.1} MB, out dir {:.1} MB",
-        dir_size(&out) as f64 / 1e6
+        figures::dir_size(&out) as f64 / 1e6
     );
     // The run's files stay until the end: deleting thousands of files just before the next
     // run makes ext4 spend that run's CPU on inode allocation (`recently_deleted`), which a
@@ -335,20 +335,6 @@ fn check_output(path: &Path) -> Result<(u64, u64, HashMap<String, u64>)> {
         }
     }
     Ok((lines, succeeded, errors))
-}
-
-fn dir_size(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&entry.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 fn cpu_model() -> String {

@@ -58,7 +58,7 @@ mod common;
 #[path = "common/figures.rs"]
 #[allow(
     dead_code,
-    reason = "the queue benchmark's report has no verdicts or load average"
+    reason = "the queue benchmark's report has no verdicts, load average or disk figures"
 )]
 mod figures;
 #[path = "common/knobs.rs"]

@@ -1,5 +1,6 @@
 //! What the benchmarks' reports compute and print beside their own figures: the median of a
-//! series, a figure against its target, and the machine's load average around the runs.
+//! series, a figure against its target, the machine's load average around the runs, and the
+//! bytes a run left on disk.
 
 /// The middle value (the mean of the two middle ones for an even count), ignoring values that
 /// are not finite; NaN when none is.
@@ -37,4 +38,19 @@ pub(crate) fn load_average() -> String {
                 .join(" ")
         })
         .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// Bytes of the files under `path`, however deep (0 when it cannot be read).
+pub(crate) fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&entry.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }

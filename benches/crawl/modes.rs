@@ -13,7 +13,7 @@ use crate::nginx::find_in_path;
 use crate::proc::Proc;
 use crate::process::{GNU_TIME, Usage, timed_trawl, trawl_bin};
 use crate::redis_server::RedisServer;
-use crate::run::{Run, Samples, Summary, parse_archived, parse_summary};
+use crate::run::{Disk, Run, Samples, Summary, parse_archived, parse_summary};
 use crate::stores::{Database, psql_pages, sqlite_pages};
 use crate::{Bench, Mode, Result};
 
@@ -124,6 +124,7 @@ impl Bench<'_> {
             samples.into_iter().next().unwrap_or_default(),
         )];
         let mut run = self.checked_run(mode, index, crawl.usage, fetchers, summary, &rows);
+        run.disk = Some(Disk::of(&data));
         if let Some(archived) = archived {
             self.check_archived(&mut run, archived);
         }
@@ -231,6 +232,7 @@ impl Bench<'_> {
             failures: Vec::new(),
             archived: None,
             peer: None,
+            disk: None,
         };
         self.check_store(&mut run, rows);
         run

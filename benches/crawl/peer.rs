@@ -116,6 +116,7 @@ impl Bench<'_> {
             failures: Vec::new(),
             archived: None,
             peer: None,
+            disk: None,
         };
         let mut result = self.read_peer_urls(&mut run, &urls);
         result.pages = if mode == Mode::Peer {

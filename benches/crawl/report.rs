@@ -19,6 +19,8 @@ struct Medians {
     pages_per_sec: f64,
     cpu_ms: f64,
     rss_mb: f64,
+    /// The store file's size after the run (NaN where none was measured).
+    store_mb: f64,
 }
 
 /// Prints the report; returns the broken checks of every run.
@@ -188,6 +190,14 @@ pub(crate) fn report(
                 a.warc_revisits
             );
         }
+        if let Some(disk) = &run.disk {
+            let _ = writeln!(
+                s,
+                "    on disk: store {:.0} MB (SQLite file and WAL), data directory {:.0} MB",
+                disk.store as f64 / 1e6,
+                disk.data as f64 / 1e6
+            );
+        }
         for note in &run.log_notes {
             let _ = writeln!(s, "    {note}");
         }
@@ -202,23 +212,34 @@ pub(crate) fn report(
             pages_per_sec: median(of.iter().map(|r| r.pages_per_sec()).collect()),
             cpu_ms: median(of.iter().map(|r| r.cpu_ms_per_page()).collect()),
             rss_mb: median(of.iter().map(|r| r.max_rss_mb()).collect()),
+            store_mb: median(
+                of.iter()
+                    .filter_map(|r| r.disk)
+                    .map(|disk| disk.store as f64 / 1e6)
+                    .collect(),
+            ),
         })
     };
     let _ = writeln!(
         s,
-        "\n{:<14} {:>5} {:>9} {:>10} {:>8}",
-        "median", "runs", "pages/s", "CPU ms/pg", "peak MB"
+        "\n{:<14} {:>5} {:>9} {:>10} {:>8} {:>9}",
+        "median", "runs", "pages/s", "CPU ms/pg", "peak MB", "store MB"
     );
     for &mode in &settings.modes {
         if let Some(m) = medians(mode) {
             let _ = writeln!(
                 s,
-                "{:<14} {:>5} {:>9.0} {:>10.2} {:>8.0}",
+                "{:<14} {:>5} {:>9.0} {:>10.2} {:>8.0} {:>9}",
                 mode.name(),
                 runs.iter().filter(|r| r.mode == mode).count(),
                 m.pages_per_sec,
                 m.cpu_ms,
-                m.rss_mb
+                m.rss_mb,
+                if m.store_mb.is_finite() {
+                    format!("{:.0}", m.store_mb)
+                } else {
+                    "-".to_owned()
+                }
             );
         }
     }

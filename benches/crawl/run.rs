@@ -114,6 +114,28 @@ pub(crate) struct Run {
     pub(crate) archived: Option<Archived>,
     /// Peer modes: what the peer did (`summary` and `stored_rows` stay empty).
     pub(crate) peer: Option<PeerResult>,
+    /// Embedded and archive modes: what the run left on disk.
+    pub(crate) disk: Option<Disk>,
+}
+
+/// What an embedded run left in its data directory, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Disk {
+    /// The whole data directory: store, queue, blobs' index and WARC files.
+    pub(crate) data: u64,
+    /// The store's SQLite file with its write-ahead log.
+    pub(crate) store: u64,
+}
+
+impl Disk {
+    /// Measures the data directory `data`, whose store is `trawl.sqlite`.
+    pub(crate) fn of(data: &std::path::Path) -> Disk {
+        let file = |name: &str| std::fs::metadata(data.join(name)).map_or(0, |m| m.len());
+        Disk {
+            data: crate::figures::dir_size(data),
+            store: file("trawl.sqlite") + file("trawl.sqlite-wal"),
+        }
+    }
 }
 
 impl Run {
@@ -156,7 +178,7 @@ impl Run {
 
     pub(crate) fn line(&self) -> String {
         format!(
-            "{} run {}: {:.1} s wall, {} {}, {:.0} pages/s, {:.2} ms CPU/page, peak RSS {:.0} MB, {}",
+            "{} run {}: {:.1} s wall, {} {}, {:.0} pages/s, {:.2} ms CPU/page, peak RSS {:.0} MB, {}{}",
             self.mode.name(),
             self.index,
             self.crawl.wall,
@@ -169,6 +191,11 @@ impl Run {
             self.pages_per_sec(),
             self.cpu_ms_per_page(),
             self.max_rss_mb(),
+            self.disk.map_or(String::new(), |disk| format!(
+                "store {:.0} MB of {:.0} MB on disk, ",
+                disk.store as f64 / 1e6,
+                disk.data as f64 / 1e6
+            )),
             if self.failures.is_empty() {
                 "checks passed".to_owned()
             } else {
