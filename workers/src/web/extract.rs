@@ -778,7 +778,10 @@ fn by_page_type(
     let options = rs_trafilatura::Options {
         url: Some(page_url.to_string()),
         page_type: profile,
-        output_markdown: format == Format::Markdown,
+        // Its markdown (quick_html2md) glues the words of adjacent blocks together ("Seat20''
+        // H", "TypeExecutive Chair"): trawl writes the answer's markup with the converter it
+        // uses for Readability's answers ([`answer_markdown`]).
+        output_markdown: false,
         ..rs_trafilatura::Options::default()
     };
     let found = rs_trafilatura::extract_with_options(html, &options).ok()?;
@@ -786,12 +789,15 @@ fn by_page_type(
         return None;
     }
     let plain_chars = prune::visible_len(&found.content_text);
+    let markup = found.content_html.as_deref();
     let text = match format {
-        // rs-trafilatura writes its markdown from the answer's HTML, and its converter loses
-        // text on some markup (text beside a quote, some tables): markdown that kept too little
-        // of the plain answer gives way to it.
-        Format::Markdown => markdown_or_plain(found.content_markdown, found.content_text.clone()),
-        Format::Text | Format::Html => found.content_text.clone(),
+        Format::Markdown => markdown_or_plain(
+            markup.map(|markup| convert_body(markup, Format::Markdown, ANSWER_HIDDEN)),
+            found.content_text.clone(),
+        ),
+        Format::Text | Format::Html => {
+            with_paragraphs(markup, &found.content_text).unwrap_or(found.content_text.clone())
+        }
     };
     if prune::visible_len(&text) < BY_PAGE_TYPE_MIN_CHARS {
         return None;
@@ -906,25 +912,64 @@ fn says_little_again(text: &str, format: Format) -> bool {
     !distinct.is_empty() && words >= 2 * distinct.len() && lines >= 2 * kinds.len()
 }
 
-/// rs-trafilatura's markdown holding less than this share of its plain answer's visible
-/// characters is replaced by the plain answer ([`markdown_or_plain`]). Measured on the WCXB
-/// dev split: 2 pages (text beside a forum post's quote, a product's comparison table),
-/// markdown F1 +0.53 and +0.55 on them, no other page changed; 12 pages' markdown keeps
-/// under 80 % of their plain text (0.62-0.8: as many better as worse in markdown).
+/// Elements left out of rs-trafilatura's answer markup when trawl converts it (it seldom
+/// holds any).
+const ANSWER_HIDDEN: &str = "script, style, template, svg";
+
+/// The markdown of rs-trafilatura's answer (written from its markup by [`convert_body`])
+/// holding less than this share of its plain answer's visible characters is replaced by the
+/// plain answer ([`markdown_or_plain`]). Measured on the WCXB dev split when rs-trafilatura
+/// wrote the markdown: 2 pages (text beside a forum post's quote, a product's comparison
+/// table), markdown F1 +0.53 and +0.55 on them, no other page changed.
 const MARKDOWN_MIN_SHARE: f64 = 0.5;
 
-/// rs-trafilatura's `markdown` of its answer, unless it kept under [`MARKDOWN_MIN_SHARE`] of
-/// the answer's `plain` text, which is used then (or when there is no markdown).
+/// The `markdown` of rs-trafilatura's answer, unless it kept under [`MARKDOWN_MIN_SHARE`] of
+/// the answer's `plain` text, or the plain text says little again and again
+/// ([`says_little_again`]: markdown written from inline markup may put it on one line, where
+/// the check cannot see it), which is used then (or when there is no markup).
 fn markdown_or_plain(markdown: Option<String>, plain: String) -> String {
     match markdown {
         Some(markdown)
             if prune::visible_len(&prune::markdown_plain(&markdown)) as f64
-                >= MARKDOWN_MIN_SHARE * prune::visible_len(&plain) as f64 =>
+                >= MARKDOWN_MIN_SHARE * prune::visible_len(&plain) as f64
+                && !says_little_again(&plain, Format::Text) =>
         {
             markdown
         }
         _ => plain,
     }
+}
+
+/// A line of rs-trafilatura's plain answer longer than this (bytes) may be several blocks run
+/// together ([`with_paragraphs`]); the longest paragraphs of articles are about this long.
+const WALL_BYTES: usize = 1000;
+
+/// How much longer (visible characters) than rs-trafilatura's plain answer the text written
+/// from its markup may be to replace it ([`with_paragraphs`]).
+const WRITTEN_MAX_FACTOR: f64 = 1.05;
+
+/// The plain text of rs-trafilatura's answer with its paragraphs back, written from its
+/// `markup` by [`convert_body`], when `plain` runs blocks together on one line: some of its
+/// profiles (products, listings, some service pages) join every block of the answer with a
+/// space, up to tens of thousands of characters on a line, which a reader and the archive's
+/// chunks (split at paragraphs) cannot use. `None` (keep `plain`) unless `plain` has a line
+/// over [`WALL_BYTES`] and the written text's longest line is at most half as long, and it is
+/// not longer in all (the markup may hold blocks the plain answer left out;
+/// [`WRITTEN_MAX_FACTOR`] leaves room for list markers). Measured on the WCXB
+/// dev split (text): 27 pages change, their longest line from 1,168-44,621 characters to
+/// 64-1,159; F1 unchanged on 23 of them, +0.49 on one (a documentation page whose plain
+/// answer said its table of contents again), +0.015, -0.005 and -0.006 on three.
+fn with_paragraphs(markup: Option<&str>, plain: &str) -> Option<String> {
+    let longest = plain.lines().map(str::len).max()?;
+    if longest <= WALL_BYTES {
+        return None;
+    }
+    let written = convert_body(markup?, Format::Text, ANSWER_HIDDEN);
+    let written_longest = written.lines().map(str::len).max().unwrap_or(0);
+    (written_longest * 2 <= longest
+        && prune::visible_len(&written) as f64
+            <= WRITTEN_MAX_FACTOR * prune::visible_len(plain) as f64)
+        .then_some(written)
 }
 
 /// `<noscript>` content holding at least this many visible characters, and more than the rest
@@ -1757,6 +1802,78 @@ mod tests {
             .to_owned();
         assert_eq!(markdown_or_plain(Some(kept.clone()), plain.clone()), kept);
         assert_eq!(markdown_or_plain(None, plain.clone()), plain);
+    }
+
+    #[test]
+    fn markdown_of_an_answer_that_says_little_again_gives_way_to_its_text() {
+        // Written from inline markup, the shell's header said three times is one line.
+        let plain =
+            "Shop\nI'm shopping for...\nShop\nI'm shopping for...\nShop\nI'm shopping for..."
+                .to_owned();
+        let markdown =
+            "Shop I'm shopping for... Shop I'm shopping for... Shop I'm shopping for...".to_owned();
+        assert_eq!(markdown_or_plain(Some(markdown), plain.clone()), plain);
+        assert!(says_little_again(&plain, Format::Markdown));
+    }
+
+    #[test]
+    fn an_answer_run_together_on_one_line_gets_its_paragraphs_back() {
+        let blocks = [
+            "Material: anodized aluminum, scratch resistant.",
+            "Weight: 2 oz, lighter than the first version by a tenth.",
+            "Holds 1 to 12 cards in a dual-track frame that expands as you add them.",
+        ];
+        let markup: String = blocks
+            .iter()
+            .cycle()
+            .take(30)
+            .map(|block| format!("<div><p>{block}</p></div>"))
+            .collect();
+        let wall: Vec<&str> = blocks.iter().copied().cycle().take(30).collect();
+        let wall = wall.join(" ");
+        assert!(wall.len() > WALL_BYTES);
+        let written = with_paragraphs(Some(&markup), &wall).expect("paragraphs");
+        assert!(written.lines().all(|line| line.len() < 100), "{written}");
+        assert_eq!(
+            written.split_whitespace().collect::<Vec<_>>(),
+            wall.split_whitespace().collect::<Vec<_>>()
+        );
+        // Short lines, or no markup: the plain answer stands.
+        let lines = wall.replace(". ", ".\n");
+        assert_eq!(with_paragraphs(Some(&markup), &lines), None);
+        assert_eq!(with_paragraphs(None, &wall), None);
+        // Markup holding more than the plain answer (blocks it left out) is not used.
+        let more = format!(
+            "{markup}{}",
+            "<p>A block the answer left out.</p>".repeat(20)
+        );
+        assert_eq!(with_paragraphs(Some(&more), &wall), None);
+        // One long paragraph is a paragraph: written the same, it is not shorter by half.
+        let paragraph = blocks.repeat(10).join(" ");
+        let markup = format!("<p>{paragraph}</p>");
+        assert_eq!(with_paragraphs(Some(&markup), &paragraph), None);
+    }
+
+    #[test]
+    fn rs_trafilaturas_markdown_keeps_adjacent_blocks_apart() {
+        let url = Url::parse("https://pottery.example/mug").expect("url");
+        // A description list with no whitespace between its items, as a page builder writes it
+        // (seen on a furniture store's product page).
+        let specs = r#"<h2>Details</h2><dl class="specs"><dt><div>Capacity</div></dt><dd>350 ml</dd><dt><div>Glaze</div></dt><dd>Matte white</dd><dt><div>Care</div></dt><dd>Dishwasher safe</dd></dl>"#;
+        let html = product_page("product-text").replace(
+            r#"<div class="shipping-info">"#,
+            &format!(r#"{specs}<div class="shipping-info">"#),
+        );
+        let extracted = extract_html(&html, &url, Format::Markdown).expect("ok");
+        assert_eq!(extracted.extractor, Extractor::Trafilatura);
+        assert!(extracted.text.contains("iron flecks"), "{}", extracted.text);
+        for glued in ["Capacity350", "mlGlaze", "GlazeMatte", "whiteCare"] {
+            assert!(
+                !extracted.text.contains(glued),
+                "{glued}: {}",
+                extracted.text
+            );
+        }
     }
 
     #[test]
