@@ -779,8 +779,8 @@ fn by_page_type(
         url: Some(page_url.to_string()),
         page_type: profile,
         // Its markdown (quick_html2md) glues the words of adjacent blocks together ("Seat20''
-        // H", "TypeExecutive Chair"): trawl writes the answer's markup with the converter it
-        // uses for Readability's answers ([`answer_markdown`]).
+        // H", "TypeExecutive Chair"): trawl writes the answer's markup with the converter its
+        // other answers go through (`convert_body`, dom_query's).
         output_markdown: false,
         ..rs_trafilatura::Options::default()
     };
@@ -955,10 +955,10 @@ const WRITTEN_MAX_FACTOR: f64 = 1.05;
 /// chunks (split at paragraphs) cannot use. `None` (keep `plain`) unless `plain` has a line
 /// over [`WALL_BYTES`] and the written text's longest line is at most half as long, and it is
 /// not longer in all (the markup may hold blocks the plain answer left out;
-/// [`WRITTEN_MAX_FACTOR`] leaves room for list markers). Measured on the WCXB
-/// dev split (text): 27 pages change, their longest line from 1,168-44,621 characters to
-/// 64-1,159; F1 unchanged on 23 of them, +0.49 on one (a documentation page whose plain
-/// answer said its table of contents again), +0.015, -0.005 and -0.006 on three.
+/// [`WRITTEN_MAX_FACTOR`] leaves room for list markers). Measured on the WCXB dev split
+/// (text): 26 pages change, their longest line from 1,177-44,621 characters to 64-1,028; F1
+/// unchanged on 22 of them, +0.49 on one (a documentation page whose plain answer said its
+/// table of contents again), +0.015, -0.005 and -0.006 on three.
 fn with_paragraphs(markup: Option<&str>, plain: &str) -> Option<String> {
     let longest = plain.lines().map(str::len).max()?;
     if longest <= WALL_BYTES {
