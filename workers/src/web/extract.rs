@@ -948,14 +948,21 @@ const WALL_BYTES: usize = 1000;
 /// from its markup may be to replace it ([`with_paragraphs`]).
 const WRITTEN_MAX_FACTOR: f64 = 1.05;
 
+/// How much of rs-trafilatura's plain answer (visible characters) the text written from its
+/// markup must hold to replace it ([`with_paragraphs`]): less is a part of the answer, not
+/// the answer. The one page of the WCXB dev split whose written text is much shorter holds a
+/// third: its plain answer said the article twice.
+const WRITTEN_MIN_SHARE: f64 = 0.25;
+
 /// The plain text of rs-trafilatura's answer with its paragraphs back, written from its
 /// `markup` by [`convert_body`], when `plain` runs blocks together on one line: some of its
 /// profiles (products, listings, some service pages) join every block of the answer with a
 /// space, up to tens of thousands of characters on a line, which a reader and the archive's
 /// chunks (split at paragraphs) cannot use. `None` (keep `plain`) unless `plain` has a line
-/// over [`WALL_BYTES`] and the written text's longest line is at most half as long, and it is
-/// not longer in all (the markup may hold blocks the plain answer left out;
-/// [`WRITTEN_MAX_FACTOR`] leaves room for list markers). Measured on the WCXB dev split
+/// over [`WALL_BYTES`], the written text's longest line is at most half as long, and the
+/// written text is the same answer: not longer in all (the markup may hold blocks the plain
+/// answer left out; [`WRITTEN_MAX_FACTOR`] leaves room for list markers), nor only a part of
+/// it ([`WRITTEN_MIN_SHARE`]). Measured on the WCXB dev split
 /// (text): 26 pages change, their longest line from 1,177-44,621 characters to 64-1,028; F1
 /// unchanged on 22 of them, +0.49 on one (a documentation page whose plain answer said its
 /// table of contents again), +0.015, -0.005 and -0.006 on three.
@@ -966,9 +973,8 @@ fn with_paragraphs(markup: Option<&str>, plain: &str) -> Option<String> {
     }
     let written = convert_body(markup?, Format::Text, ANSWER_HIDDEN);
     let written_longest = written.lines().map(str::len).max().unwrap_or(0);
-    (written_longest * 2 <= longest
-        && prune::visible_len(&written) as f64
-            <= WRITTEN_MAX_FACTOR * prune::visible_len(plain) as f64)
+    let share = prune::visible_len(&written) as f64 / prune::visible_len(plain).max(1) as f64;
+    (written_longest * 2 <= longest && (WRITTEN_MIN_SHARE..=WRITTEN_MAX_FACTOR).contains(&share))
         .then_some(written)
 }
 
@@ -1842,12 +1848,19 @@ mod tests {
         let lines = wall.replace(". ", ".\n");
         assert_eq!(with_paragraphs(Some(&markup), &lines), None);
         assert_eq!(with_paragraphs(None, &wall), None);
-        // Markup holding more than the plain answer (blocks it left out) is not used.
+        // Markup holding more than the plain answer (blocks it left out), or a small part of
+        // it, is not used.
         let more = format!(
             "{markup}{}",
             "<p>A block the answer left out.</p>".repeat(20)
         );
         assert_eq!(with_paragraphs(Some(&more), &wall), None);
+        let part: String = blocks
+            .iter()
+            .take(2)
+            .map(|block| format!("<p>{block}</p>"))
+            .collect();
+        assert_eq!(with_paragraphs(Some(&part), &wall), None);
         // One long paragraph is a paragraph: written the same, it is not shorter by half.
         let paragraph = blocks.repeat(10).join(" ");
         let markup = format!("<p>{paragraph}</p>");
