@@ -121,7 +121,8 @@ pub(crate) struct Run {
 /// What an embedded run left in its data directory, in bytes.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Disk {
-    /// The whole data directory: store, queue, blobs' index and WARC files.
+    /// The whole data directory: store, queue, and with `--archive` the search index and WARC
+    /// files.
     pub(crate) data: u64,
     /// The store's SQLite file with its write-ahead log.
     pub(crate) store: u64,

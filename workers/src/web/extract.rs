@@ -795,9 +795,8 @@ fn by_page_type(
             markup.map(|markup| convert_body(markup, Format::Markdown, ANSWER_HIDDEN)),
             found.content_text.clone(),
         ),
-        Format::Text | Format::Html => {
-            with_paragraphs(markup, &found.content_text).unwrap_or(found.content_text.clone())
-        }
+        Format::Text | Format::Html => with_paragraphs(markup, &found.content_text)
+            .unwrap_or_else(|| found.content_text.clone()),
     };
     if prune::visible_len(&text) < BY_PAGE_TYPE_MIN_CHARS {
         return None;
