@@ -74,14 +74,21 @@ impl SqliteStore {
             return Ok(());
         }
         let now = now_rfc3339();
+        // One statement for up to BINDS_PER_STATEMENT pages (an archive commit marks up to
+        // a thousand): each statement is a round trip to the connection's thread.
         let mut tx = self.write_transaction().await?;
-        for id in page_ids {
-            sqlx::query("UPDATE pages SET archive_state = ?, archived_at = ? WHERE id = ?")
-                .bind(state)
-                .bind(&now)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+        for batch in page_ids.chunks(BINDS_PER_STATEMENT) {
+            let mut update = sqlx::QueryBuilder::<Sqlite>::new("UPDATE pages SET archive_state = ");
+            update.push_bind(state);
+            update.push(", archived_at = ");
+            update.push_bind(&now);
+            update.push(" WHERE id IN (");
+            let mut list = update.separated(", ");
+            for id in batch {
+                list.push_bind(id.as_str());
+            }
+            update.push(")");
+            update.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -657,8 +657,9 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         offset: 7,
     };
     store.record_warc(&[warc]).await.expect("records");
+    // Several ids in one call; an id with no page changes nothing.
     store
-        .mark_archived(&[ids[0].clone()], "archived")
+        .mark_archived(&[ids[0].clone(), "no-such-page".to_owned()], "archived")
         .await
         .expect("marks");
     assert_eq!(store.archive_pending().await.expect("counts"), 1);
