@@ -82,12 +82,9 @@ impl SqliteStore {
             update.push_bind(state);
             update.push(", archived_at = ");
             update.push_bind(&now);
-            update.push(" WHERE id IN (");
-            let mut list = update.separated(", ");
-            for id in batch {
-                list.push_bind(id.as_str());
-            }
-            update.push(")");
+            update.push(" WHERE id");
+            let ids: Vec<&str> = batch.iter().map(String::as_str).collect();
+            Self::push_in(&mut update, &ids);
             update.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -99,13 +96,10 @@ impl SqliteStore {
         for batch in ids.chunks(BINDS_PER_STATEMENT) {
             let mut select = sqlx::QueryBuilder::<Sqlite>::new(
                 // `+status`: see `Dialect::STATUS_BESIDE_IDS`.
-                "SELECT id FROM jobs WHERE +status = 'queued' AND id IN (",
+                "SELECT id FROM jobs WHERE +status = 'queued' AND id",
             );
-            let mut list = select.separated(", ");
-            for id in batch {
-                list.push_bind(id.as_str());
-            }
-            select.push(")");
+            let ids: Vec<&str> = batch.iter().map(String::as_str).collect();
+            Self::push_in(&mut select, &ids);
             for row in select.build().fetch_all(&self.pool).await? {
                 queued.push(row.try_get::<String, _>(0)?);
             }

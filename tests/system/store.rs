@@ -657,7 +657,7 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         offset: 7,
     };
     store.record_warc(&[warc]).await.expect("records");
-    // Several ids in one call; an id with no page changes nothing.
+    // Several ids in one call, one of them no page's: the page's is marked all the same.
     store
         .mark_archived(&[ids[0].clone(), "no-such-page".to_owned()], "archived")
         .await
