@@ -42,6 +42,8 @@ use std::ops::Range;
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use serde::Serialize;
 
+use crate::web::lines::{count_words, words};
+
 /// The markdown with link and image destinations removed, for indexing: `[text](url)` and
 /// `[text][ref]` become `text`, `![alt](src)` becomes `alt`; autolinks (`<https://…>`),
 /// code spans and code blocks are left alone (the parser gives no links inside code). Link
@@ -361,7 +363,7 @@ impl<'a> Collector<'a> {
             self.stack.pop();
         }
         let mut text = String::with_capacity(raw.len());
-        for word in raw.split_whitespace() {
+        for word in words(raw) {
             if !text.is_empty() {
                 text.push(' ');
             }
@@ -468,10 +470,6 @@ fn token_spans(s: &str) -> Vec<Range<usize>> {
         out.push(st..s.len());
     }
     out
-}
-
-fn count_words(s: &str) -> usize {
-    s.split_whitespace().count()
 }
 
 /// Fills [`Unit::rest`]: words from each unit to the end of its section.

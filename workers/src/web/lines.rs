@@ -3,7 +3,9 @@
 //! extraction's walk of its DOM (`web::prune`, when the fetch asks for them: the page is to be
 //! archived, and the tree is already built) and the archive's lol_html pass over a raw body
 //! (`archive::page_text`, for a page whose lines were not handed over). [`BLOCKS`] and
-//! [`HIDDEN`] name the elements both readers treat alike.
+//! [`HIDDEN`] name the elements both readers treat alike. [`words`] and [`count_words`] split
+//! text into words as `str::split_whitespace` does, byte by byte for ASCII text: the lines
+//! and the archive's chunker (`archive::chunk`) both use them.
 //!
 //! Not here: reading markup, or deciding which lines are the page's main content
 //! (`archive::page_text`).
@@ -156,7 +158,7 @@ impl Lines {
             return;
         }
         self.space |= text.starts_with(char::is_whitespace);
-        for word in text.split_whitespace() {
+        for word in words(text) {
             if self.space && !self.line.is_empty() {
                 self.line.push(' ');
             }
@@ -195,9 +197,71 @@ impl Lines {
     }
 }
 
+/// The words of `text`: the tokens [`str::split_whitespace`] gives, read byte by byte when
+/// the text is ASCII (most text nodes; `split_whitespace` decodes every character).
+pub fn words(text: &str) -> impl Iterator<Item = &str> {
+    let mut other = (!text.is_ascii()).then(|| text.split_whitespace());
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if let Some(other) = &mut other {
+            return other.next();
+        }
+        while at < bytes.len() && is_ascii_space(bytes[at]) {
+            at += 1;
+        }
+        let start = at;
+        while at < bytes.len() && !is_ascii_space(bytes[at]) {
+            at += 1;
+        }
+        (at > start).then(|| &text[start..at])
+    })
+}
+
+/// How many words `text` has (as [`words`] splits it), counted byte by byte when the text is
+/// ASCII.
+pub fn count_words(text: &str) -> usize {
+    if !text.is_ascii() {
+        return text.split_whitespace().count();
+    }
+    let mut count = 0;
+    let mut after_space = true;
+    for &byte in text.as_bytes() {
+        let space = is_ascii_space(byte);
+        count += usize::from(after_space && !space);
+        after_space = space;
+    }
+    count
+}
+
+/// The ASCII characters that are Unicode white space (what `char::is_whitespace` says of
+/// them): tab, line feed, vertical tab, form feed, carriage return, space. Not
+/// `u8::is_ascii_whitespace`, which leaves out the vertical tab.
+fn is_ascii_space(byte: u8) -> bool {
+    matches!(byte, b'\t'..=b'\r' | b' ')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_split_as_split_whitespace_does() {
+        for text in [
+            "",
+            " ",
+            "one",
+            "  two words  ",
+            "a\tb\nc\x0bd\x0ce\rf g",
+            "\x1cnot\x1fspace",
+            "caf\u{e9} au\u{a0}lait\u{2003}chaud ",
+            "\u{3000}wide\u{3000}",
+        ] {
+            let expected: Vec<&str> = text.split_whitespace().collect();
+            assert_eq!(words(text).collect::<Vec<_>>(), expected, "{text:?}");
+            assert_eq!(count_words(text), expected.len(), "{text:?}");
+        }
+    }
 
     #[test]
     fn roles_are_the_lists() {
