@@ -354,9 +354,22 @@ impl Archiver {
         if let Some((_, rowid)) = backlog.last() {
             self.cursor = *rowid;
         }
+        // The earlier captures the pages' revisit records refer to, for the step's pages at
+        // once (one statement, not one a page).
+        let warc_due: Vec<&ArchivePage> = backlog
+            .iter()
+            .map(|(page, _)| page)
+            .filter(|page| self.warc_due(page))
+            .collect();
+        let mut originals = self.store.warc_originals(&warc_due).await?.into_iter();
         let mut inputs = Vec::with_capacity(taken);
         for (page, _) in backlog {
-            inputs.push(self.gather(page).await?);
+            let original = if self.warc_due(&page) {
+                originals.next().flatten()
+            } else {
+                None
+            };
+            inputs.push(self.gather(page, original).await?);
         }
         if !inputs.is_empty() {
             let mut work = self.take_work()?;
@@ -504,12 +517,22 @@ impl Archiver {
             .ok_or_else(|| Error::Task("an earlier archive step failed midway".to_owned()))
     }
 
+    /// Whether a page's WARC records are still to be written.
+    fn warc_due(&self, page: &ArchivePage) -> bool {
+        self.config.warc && page.warc_record_id.is_none()
+    }
+
     /// Reads what archiving a page needs from the store: its text; for its page documents,
     /// its visible lines as its fetch read them when they are still held, else its raw body;
-    /// for its WARC records, its raw body and the earlier record of the same body, if any.
-    async fn gather(&self, page: ArchivePage) -> Result<Input, Error> {
+    /// for its WARC records, its raw body. `original` is the earlier record of the same body,
+    /// if any (see [`Store::warc_originals`]).
+    async fn gather(
+        &self,
+        page: ArchivePage,
+        original: Option<(String, i64)>,
+    ) -> Result<Input, Error> {
         let text = self.store.text_to_archive(&page.content_hash).await?;
-        let warc_due = self.config.warc && page.warc_record_id.is_none();
+        let warc_due = self.warc_due(&page);
         // An index made before page documents has nowhere to put them: no raw body read for
         // them.
         let page_text =
@@ -526,13 +549,6 @@ impl Archiver {
                     .await?
                     .unwrap_or_default(),
             )
-        } else {
-            None
-        };
-        let original = if warc_due {
-            self.store
-                .warc_original(&page.url, &page.raw_hash, page.fetched_at_ms)
-                .await?
         } else {
             None
         };

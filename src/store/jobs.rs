@@ -10,10 +10,10 @@ use trawl_workers::job::JobError;
 
 use super::dialect::{Db, Dialect, Tx};
 use super::rows::{self, Columns as _, JOB_COLUMNS, JOB_ENTRY_COLUMNS, now_rfc3339, to_json};
-use super::writer::{Batches, PendingPage};
+use super::writer::{Batches, CacheLookup, PendingPage};
 use super::{
     BatchSummary, Cancel, EndedJob, Error, JobEntry, JobFilter, JobRecord, NewBatch, NewJob,
-    Outcome, Status,
+    Outcome, PageRecord, Status,
 };
 
 /// Jobs inserted by one statement at most (11 values each: within both engines' limits).
@@ -411,6 +411,13 @@ macro_rules! job_queries {
             ) -> Result<Vec<Option<Status>>, Error> {
                 self.store_pages(pages).await
             }
+
+            async fn look_up_group(
+                &self,
+                wanted: &[CacheLookup],
+            ) -> Result<Vec<Option<PageRecord>>, Error> {
+                self.cached_pages(wanted).await
+            }
         }
     };
 }
@@ -470,6 +477,29 @@ mod tests {
             assert!(
                 !plan.iter().any(|step| step.contains("jobs_status")),
                 "{n} ids: the status index left alone, not {plan:?}"
+            );
+        }
+        store.pool.close().await;
+    }
+
+    /// A group of page cache lookups reads each URL's pages through the URL index.
+    #[tokio::test]
+    async fn cache_lookups_read_pages_by_url() {
+        let (_dir, store) = empty_store().await;
+        for n in [1_usize, 10, 64] {
+            let lookups: Vec<super::super::writer::CacheLookup> = (0..n)
+                .map(|i| super::super::writer::CacheLookup {
+                    url: format!("https://example.com/{i}"),
+                    options_hash: "o".to_owned(),
+                    since_ms: 0,
+                })
+                .collect();
+            let select = SqliteStore::select_cached(&lookups);
+            let plan = query_plan(&store, select.sql().as_str()).await;
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("USING INDEX pages_url (url=?")),
+                "{n} lookups: the pages read by URL, not {plan:?}"
             );
         }
         store.pool.close().await;

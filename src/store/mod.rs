@@ -158,6 +158,18 @@ impl Store {
         })
     }
 
+    /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
+    pub async fn cached_page(
+        &self,
+        url: &str,
+        options_hash: &str,
+        since_ms: i64,
+    ) -> Result<Option<PageRecord>, Error> {
+        // Lookups asked at the same time (every fetch of a crawl asks first) are answered
+        // together, by one statement.
+        self.writer.cached_page(url, options_hash, since_ms).await
+    }
+
     /// Ends a job. The first end wins: returns the status it ended with (`cancelled` when a
     /// cancel was requested meanwhile), or `None` when the job had already ended (so a
     /// duplicate delivery cannot overwrite or double a result).
@@ -418,9 +430,6 @@ delegate! {
     pub async fn release_attempt(&self, id: &str, attempt: u32, give_back: bool) -> Result<(), Error>;
 
 
-    /// Returns the newest page of `url` fetched with `options_hash` at or after `since_ms`.
-    pub async fn cached_page(&self, url: &str, options_hash: &str, since_ms: i64) -> Result<Option<PageRecord>, Error>;
-
     /// Returns the newest page of `url` (requested or final) visible in `scope`, whatever
     /// its options.
     pub async fn latest_page(&self, scope: &Scope, url: &str) -> Result<Option<PageRecord>, Error>;
@@ -453,9 +462,10 @@ delegate! {
     /// Ends the archiving of pages: `archived` after the index committed them, or `failed`.
     pub async fn mark_archived(&self, page_ids: &[String], state: &str) -> Result<(), Error>;
 
-    /// The newest earlier page of `url` with the same raw body whose WARC record was written:
-    /// the record a revisit refers to (its id and the page's fetch time in milliseconds).
-    pub async fn warc_original(&self, url: &str, raw_hash: &str, before_ms: i64) -> Result<Option<(String, i64)>, Error>;
+    /// For each page, the newest page of its URL with the same raw body, fetched no later,
+    /// whose WARC record was written: the record a revisit refers to (its id and the page's
+    /// fetch time in milliseconds), in the order of `pages`.
+    pub async fn warc_originals(&self, pages: &[&ArchivePage]) -> Result<Vec<Option<(String, i64)>>, Error>;
 
     /// Returns up to `limit` stored pages for a WARC export, in fetch order, after the page
     /// at `after_rowid`: those whose URL starts with `url_prefix` and, when given, that the

@@ -1,18 +1,29 @@
 //! Pages and blobs, for both engines from one source (see `dialect`): storing fetched pages
 //! with their jobs' ends (the group commit's statements), the page cache's lookups, and the
-//! archive pool's backlog and WARC references.
+//! archive pool's backlog and WARC references (one statement for a step's pages).
 //!
 //! Not here: the batching itself (`writer`), packing blobs (`blob`), and marking pages
-//! archived (each engine's file: one statement on PostgreSQL, one per page on SQLite).
+//! archived (each engine's file: one statement on PostgreSQL, one per 400 pages on SQLite).
+
+use std::collections::HashMap;
 
 use sqlx::Row as _;
 
 use super::blob::Blob;
 use super::dialect::{Db, Dialect};
 use super::rows::{self, Columns as _, PAGE_COLUMNS, PAGE_ENTRY_COLUMNS};
-use super::writer::{PendingPage, ended_ids, ended_per_page};
+use super::writer::{CacheLookup, PendingPage, ended_ids, ended_per_page};
 use super::{ArchivePage, Error, PageEntry, PageFilter, PageRecord, Status, WarcRef};
 use crate::tenant::{Scope, Tenant};
+
+/// WARC references written by one statement at most (four bound values each).
+const WARC_REFS_PER_UPDATE: usize = 100;
+
+/// Pages whose earlier WARC captures one statement looks up at most (two bound values each).
+const WARC_ORIGINALS_PER_SELECT: usize = 200;
+
+/// Page cache lookups answered by one statement at most (two bound values each).
+const CACHE_LOOKUPS_PER_SELECT: usize = 200;
 
 /// The columns of `pages` that [`rows::archive_page`] reads.
 const ARCHIVE_COLUMNS: &str = "SELECT pages.rowid AS rowid, pages.id AS id, pages.url AS url,
@@ -124,23 +135,56 @@ macro_rules! page_queries {
                 Blob::unpack(&row.text("codec")?, row.try_get("bytes")?).map(Some)
             }
 
-            pub(super) async fn cached_page(
+            /// The statement that reads the pages of these lookups' URLs with one of their
+            /// options, fetched since the earliest time asked: a superset of each lookup's
+            /// answer, narrowed by [`Self::cached_pages`].
+            pub(super) fn select_cached(batch: &[CacheLookup]) -> sqlx::QueryBuilder<Db<Self>> {
+                let columns = PAGE_COLUMNS.replacen("SELECT ", "SELECT url, options_hash, ", 1);
+                let mut select = sqlx::QueryBuilder::<Db<Self>>::new(columns);
+                select.push(" WHERE url");
+                let urls: Vec<&str> = batch.iter().map(|lookup| lookup.url.as_str()).collect();
+                Self::push_in(&mut select, &urls);
+                select.push(" AND options_hash");
+                let options: Vec<&str> = batch
+                    .iter()
+                    .map(|lookup| lookup.options_hash.as_str())
+                    .collect();
+                Self::push_in(&mut select, &options);
+                let since = batch.iter().map(|lookup| lookup.since_ms).min().unwrap_or(0);
+                select.push(" AND fetched_at_ms >= ").push_bind(since);
+                select
+            }
+
+            pub(super) async fn cached_pages(
                 &self,
-                url: &str,
-                options_hash: &str,
-                since_ms: i64,
-            ) -> Result<Option<PageRecord>, Error> {
-                let select = format!(
-                    "{PAGE_COLUMNS} WHERE url = $1 AND options_hash = $2 AND fetched_at_ms >= $3
-                     ORDER BY fetched_at_ms DESC LIMIT 1"
-                );
-                let row = sqlx::query(sqlx::AssertSqlSafe(select))
-                    .bind(url)
-                    .bind(options_hash)
-                    .bind(since_ms)
-                    .fetch_optional(&self.pool)
-                    .await?;
-                row.map(|row| rows::page(&row)).transpose()
+                wanted: &[CacheLookup],
+            ) -> Result<Vec<Option<PageRecord>>, Error> {
+                let mut found = vec![None; wanted.len()];
+                for (n, batch) in wanted.chunks(CACHE_LOOKUPS_PER_SELECT).enumerate() {
+                    let start = n * CACHE_LOOKUPS_PER_SELECT;
+                    let mut select = Self::select_cached(batch);
+                    for row in select.build().fetch_all(&self.pool).await? {
+                        let (url, options_hash) = (row.text("url")?, row.text("options_hash")?);
+                        let fetched_at_ms = row.int("fetched_at_ms")?;
+                        for (at, lookup) in batch.iter().enumerate() {
+                            if lookup.url != url
+                                || lookup.options_hash != options_hash
+                                || fetched_at_ms < lookup.since_ms
+                            {
+                                continue;
+                            }
+                            // The newest page; of two fetched in the same millisecond, the
+                            // first read (one lookup's own `ORDER BY … LIMIT 1` took either).
+                            let newer = found[start + at]
+                                .as_ref()
+                                .is_none_or(|page: &PageRecord| fetched_at_ms > page.fetched_at_ms);
+                            if newer {
+                                found[start + at] = Some(rows::page(&row)?);
+                            }
+                        }
+                    }
+                }
+                Ok(found)
             }
 
             pub(super) async fn latest_page(
@@ -253,42 +297,85 @@ macro_rules! page_queries {
             }
 
             pub(super) async fn record_warc(&self, written: &[WarcRef]) -> Result<(), Error> {
-                let mut tx = self.write_transaction().await?;
-                for record in written {
-                    sqlx::query(
-                        "UPDATE pages SET warc_record_id = $1, warc_file = $2, warc_offset = $3
-                         WHERE id = $4",
-                    )
-                    .bind(&record.record_id)
-                    .bind(&record.file)
-                    .bind(record.offset as i64)
-                    .bind(&record.page_id)
-                    .execute(&mut *tx)
-                    .await?;
+                // One statement per WARC_REFS_PER_UPDATE records (an archive step writes up to
+                // 64), each a round trip to the engine; no transaction around them: each
+                // record's reference stands alone, and a page whose reference was not written
+                // is still pending, so its records are written again.
+                for batch in written.chunks(WARC_REFS_PER_UPDATE) {
+                    let mut update = sqlx::QueryBuilder::<Db<Self>>::new(
+                        "WITH v(id, record_id, file, off) AS (",
+                    );
+                    // VALUES has no column types of its own on PostgreSQL: the casts give them.
+                    update.push_values(batch, |mut row, record| {
+                        row.push("CAST(")
+                            .push_bind_unseparated(record.page_id.as_str())
+                            .push_unseparated(" AS TEXT)")
+                            .push("CAST(")
+                            .push_bind_unseparated(record.record_id.as_str())
+                            .push_unseparated(" AS TEXT)")
+                            .push("CAST(")
+                            .push_bind_unseparated(record.file.as_str())
+                            .push_unseparated(" AS TEXT)")
+                            .push("CAST(")
+                            .push_bind_unseparated(record.offset as i64)
+                            .push_unseparated(" AS BIGINT)");
+                    });
+                    update.push(
+                        ") UPDATE pages SET warc_record_id = v.record_id, warc_file = v.file,
+                             warc_offset = v.off
+                         FROM v WHERE pages.id = v.id",
+                    );
+                    update.build().execute(&self.pool).await?;
                 }
-                tx.commit().await?;
                 Ok(())
             }
 
-            pub(super) async fn warc_original(
+            pub(super) async fn warc_originals(
                 &self,
-                url: &str,
-                raw_hash: &str,
-                before_ms: i64,
-            ) -> Result<Option<(String, i64)>, Error> {
-                let row = sqlx::query(
-                    "SELECT warc_record_id, fetched_at_ms FROM pages
-                     WHERE url = $1 AND raw_hash = $2 AND warc_record_id IS NOT NULL
-                       AND fetched_at_ms <= $3
-                     ORDER BY fetched_at_ms DESC LIMIT 1",
-                )
-                .bind(url)
-                .bind(raw_hash)
-                .bind(before_ms)
-                .fetch_optional(&self.pool)
-                .await?;
-                row.map(|row| Ok((row.text("warc_record_id")?, row.int("fetched_at_ms")?)))
-                    .transpose()
+                pages: &[&ArchivePage],
+            ) -> Result<Vec<Option<(String, i64)>>, Error> {
+                let mut originals = vec![None; pages.len()];
+                for (n, batch) in pages.chunks(WARC_ORIGINALS_PER_SELECT).enumerate() {
+                    let start = n * WARC_ORIGINALS_PER_SELECT;
+                    // The captures of these URLs with a record and one of these bodies: a
+                    // superset of each page's own (a URL's with another page's body), narrowed
+                    // here.
+                    let mut select = sqlx::QueryBuilder::<Db<Self>>::new(
+                        "SELECT url, raw_hash, warc_record_id, fetched_at_ms FROM pages
+                         WHERE warc_record_id IS NOT NULL AND url",
+                    );
+                    let urls: Vec<&str> = batch.iter().map(|page| page.url.as_str()).collect();
+                    Self::push_in(&mut select, &urls);
+                    select.push(" AND raw_hash");
+                    let hashes: Vec<&str> =
+                        batch.iter().map(|page| page.raw_hash.as_str()).collect();
+                    Self::push_in(&mut select, &hashes);
+                    let mut wanted: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+                    for (at, page) in batch.iter().enumerate() {
+                        wanted
+                            .entry((page.url.as_str(), page.raw_hash.as_str()))
+                            .or_default()
+                            .push(start + at);
+                    }
+                    for row in select.build().fetch_all(&self.pool).await? {
+                        let (url, raw_hash) = (row.text("url")?, row.text("raw_hash")?);
+                        let Some(at) = wanted.get(&(url.as_str(), raw_hash.as_str())) else {
+                            continue;
+                        };
+                        let fetched_at_ms = row.int("fetched_at_ms")?;
+                        for &at in at {
+                            // The newest capture fetched no later than the page itself.
+                            let newer = match &originals[at] {
+                                Some((_, best)) => fetched_at_ms > *best,
+                                None => true,
+                            };
+                            if fetched_at_ms <= pages[at].fetched_at_ms && newer {
+                                originals[at] = Some((row.text("warc_record_id")?, fetched_at_ms));
+                            }
+                        }
+                    }
+                }
+                Ok(originals)
             }
 
             pub(super) async fn list_pages(

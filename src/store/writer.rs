@@ -1,7 +1,8 @@
-//! The store's two batching writers, the same for every engine: the group commit of finished
-//! pages and the attempt counter. Each is a task that takes every request waiting when it is
-//! free and hands the batch to the engine, which writes it with multi-row statements in one
-//! transaction ([`Batches`]).
+//! The store's batching tasks, the same for every engine: the group commit of finished pages,
+//! the attempt counter, and the page cache's lookups. Each is a task that takes every request
+//! waiting when it is free and hands the batch to the engine ([`Batches`]), which writes it
+//! with multi-row statements in one transaction, or reads it with one statement: each
+//! statement is a round trip to the engine (SQLite's connection thread), whatever it holds.
 //!
 //! Not here: the statements (`pages`, `jobs` and each engine's `Dialect`).
 
@@ -13,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::blob::{Blob, ForArchive, Texts};
 use super::rows::{self, to_json};
-use super::{Error, NewPage, Status};
+use super::{Error, NewPage, PageRecord, Status};
 
 /// Pages written in one transaction at most (16 bound values per page row), and attempts
 /// started by one statement at most.
@@ -37,6 +38,22 @@ pub(super) trait Batches: Clone + Send + Sync + 'static {
         &self,
         ids: &[&str],
     ) -> impl Future<Output = Result<HashMap<String, (u32, u32)>, Error>> + Send;
+
+    /// Answers page cache lookups: per lookup, the newest page of its URL fetched with its
+    /// options at or after its time, in the order of `wanted`.
+    fn look_up_group(
+        &self,
+        wanted: &[CacheLookup],
+    ) -> impl Future<Output = Result<Vec<Option<PageRecord>>, Error>> + Send;
+}
+
+/// A page cache lookup: the newest page of `url` fetched with `options_hash` at or after
+/// `since_ms`.
+#[derive(Debug)]
+pub(super) struct CacheLookup {
+    pub(super) url: String,
+    pub(super) options_hash: String,
+    pub(super) since_ms: i64,
 }
 
 /// A fetched page waiting for the group commit, with the channel its outcome goes back on.
@@ -88,23 +105,62 @@ impl PendingPage {
 /// when the job could not start (ended, cancel requested, unknown).
 type StartingAttempt = (String, oneshot::Sender<Result<Option<(u32, u32)>, Error>>);
 
-/// The handles of an engine's writer tasks; the tasks end when every handle is dropped.
+/// A page cache lookup, with the channel its answer goes back on.
+type PendingLookup = (
+    CacheLookup,
+    oneshot::Sender<Result<Option<PageRecord>, Error>>,
+);
+
+/// The handles of an engine's batching tasks; the tasks end when every handle is dropped.
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
     /// Pages on their way to the group commit.
     committer: mpsc::Sender<PendingPage>,
     /// Attempts on their way to the attempt counter.
     starter: mpsc::Sender<StartingAttempt>,
+    /// Page cache lookups on their way to the reader.
+    looker: mpsc::Sender<PendingLookup>,
 }
 
 impl Writer {
-    /// Spawns the writer tasks of `engine`.
+    /// Spawns the batching tasks of `engine`.
     pub(super) fn spawn<E: Batches>(engine: E) -> Writer {
         let (committer, pending) = mpsc::channel(GROUP_COMMIT_PAGES * 4);
         tokio::spawn(commit_pages(engine.clone(), pending));
         let (starter, starting) = mpsc::channel(GROUP_COMMIT_PAGES * 4);
-        tokio::spawn(start_attempts(engine, starting));
-        Writer { committer, starter }
+        tokio::spawn(start_attempts(engine.clone(), starting));
+        let (looker, lookups) = mpsc::channel(GROUP_COMMIT_PAGES * 4);
+        tokio::spawn(look_up_pages(engine, lookups));
+        Writer {
+            committer,
+            starter,
+            looker,
+        }
+    }
+
+    /// The newest page of `url` fetched with `options_hash` at or after `since_ms`, looked up
+    /// with others asked at the same time.
+    pub(super) async fn cached_page(
+        &self,
+        url: &str,
+        options_hash: &str,
+        since_ms: i64,
+    ) -> Result<Option<PageRecord>, Error> {
+        let (reply, answer) = oneshot::channel();
+        let gone = || Error::Corrupt {
+            what: "page",
+            detail: "the store's cache reader stopped".to_owned(),
+        };
+        let lookup = CacheLookup {
+            url: url.to_owned(),
+            options_hash: options_hash.to_owned(),
+            since_ms,
+        };
+        self.looker
+            .send((lookup, reply))
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
     }
 
     /// Starts an attempt of job `id` with others starting at the same time: its (number,
@@ -273,14 +329,9 @@ async fn commit_pages<E: Batches>(engine: E, mut pending: mpsc::Receiver<Pending
 /// The attempt counter: takes every attempt waiting (up to [`GROUP_COMMIT_PAGES`]) and
 /// starts them with one statement. Ends when every [`Writer`] handle is dropped.
 async fn start_attempts<E: Batches>(engine: E, mut starting: mpsc::Receiver<StartingAttempt>) {
-    while let Some(first) = starting.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < GROUP_COMMIT_PAGES {
-            match starting.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
-        }
+    let mut batch = Vec::with_capacity(GROUP_COMMIT_PAGES);
+    while starting.recv_many(&mut batch, GROUP_COMMIT_PAGES).await > 0 {
+        let batch = std::mem::take(&mut batch);
         let ids: Vec<&str> = batch.iter().map(|(id, _)| id.as_str()).collect();
         match engine.start_group(&ids).await {
             // An id delivered twice in one batch was counted once: both deliveries run (as
@@ -295,6 +346,31 @@ async fn start_attempts<E: Batches>(engine: E, mut starting: mpsc::Receiver<Star
                 for (_, reply) in batch {
                     let _ = reply.send(Err(Error::Corrupt {
                         what: "job attempt",
+                        detail: detail.clone(),
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// The cache reader: takes every lookup waiting (up to [`GROUP_COMMIT_PAGES`]) and answers
+/// them with one statement. Ends when every [`Writer`] handle is dropped.
+async fn look_up_pages<E: Batches>(engine: E, mut lookups: mpsc::Receiver<PendingLookup>) {
+    let mut batch = Vec::with_capacity(GROUP_COMMIT_PAGES);
+    while lookups.recv_many(&mut batch, GROUP_COMMIT_PAGES).await > 0 {
+        let (wanted, replies): (Vec<CacheLookup>, Vec<_>) = batch.drain(..).unzip();
+        match engine.look_up_group(&wanted).await {
+            Ok(found) => {
+                for (reply, page) in replies.into_iter().zip(found) {
+                    let _ = reply.send(Ok(page));
+                }
+            }
+            Err(error) => {
+                let detail = error.to_string();
+                for reply in replies {
+                    let _ = reply.send(Err(Error::Corrupt {
+                        what: "cached page",
                         detail: detail.clone(),
                     }));
                 }

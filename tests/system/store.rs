@@ -650,13 +650,17 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     }
     assert_eq!(store.held_for_archive(), (0, 0), "each was handed out once");
 
-    let warc = trawl::store::WarcRef {
-        page_id: ids[0].clone(),
-        record_id: "<urn:uuid:0>".to_owned(),
-        file: "a.warc.gz".to_owned(),
-        offset: 7,
-    };
-    store.record_warc(&[warc]).await.expect("records");
+    // Two pages' references in one call, each to its own page.
+    let warcs: Vec<trawl::store::WarcRef> = [(0, 7), (2, 900)]
+        .into_iter()
+        .map(|(n, offset)| trawl::store::WarcRef {
+            page_id: ids[n].clone(),
+            record_id: format!("<urn:uuid:{n}>"),
+            file: "a.warc.gz".to_owned(),
+            offset,
+        })
+        .collect();
+    store.record_warc(&warcs).await.expect("records");
     // Several ids in one call, one of them no page's: the page's is marked all the same.
     store
         .mark_archived(&[ids[0].clone(), "no-such-page".to_owned()], "archived")
@@ -669,19 +673,30 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
         1,
         "archived stays archived"
     );
+    // The originals of captures of a, c, b (same body, no record) and a fetched before page
+    // 0 was: only a and c have one, each its own URL's.
     let raw_hash = first[0].0.raw_hash.clone();
-    let original = store
-        .warc_original("https://example.com/a", &raw_hash, i64::MAX)
+    let (page_a, page_c) = (&first[0].0, &rest[0].0);
+    let page_b = trawl::store::ArchivePage {
+        url: "https://example.com/b".to_owned(),
+        ..page_a.clone()
+    };
+    let page_a_before = trawl::store::ArchivePage {
+        fetched_at_ms: page_a.fetched_at_ms - 1,
+        ..page_a.clone()
+    };
+    let originals = store
+        .warc_originals(&[page_a, page_c, &page_b, &page_a_before])
         .await
-        .expect("reads")
-        .expect("written");
-    assert_eq!(original.0, "<urn:uuid:0>");
-    assert!(
-        store
-            .warc_original("https://example.com/b", &raw_hash, i64::MAX)
-            .await
-            .expect("reads")
-            .is_none()
+        .expect("reads");
+    assert_eq!(
+        originals,
+        vec![
+            Some(("<urn:uuid:0>".to_owned(), page_a.fetched_at_ms)),
+            Some(("<urn:uuid:2>".to_owned(), page_c.fetched_at_ms)),
+            None,
+            None,
+        ]
     );
     let missing = store
         .request_archive(&[
@@ -713,6 +728,14 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
     assert_eq!(
         exported,
         vec![ids[0].as_str(), ids[1].as_str(), ids[2].as_str()]
+    );
+    let records: Vec<Option<&str>> = all
+        .iter()
+        .map(|(page, _)| page.warc_record_id.as_deref())
+        .collect();
+    assert_eq!(
+        records,
+        vec![Some("<urn:uuid:0>"), None, Some("<urn:uuid:2>")]
     );
     let after = store
         .export_pages(None, None, None, all[0].1, 1)
