@@ -25,6 +25,20 @@ const WARC_ORIGINALS_PER_SELECT: usize = 200;
 /// Page cache lookups answered by one statement at most (two bound values each).
 const CACHE_LOOKUPS_PER_SELECT: usize = 200;
 
+/// Where each (URL, second key) of a batch of lookups stands in the whole list (the batch
+/// starts at `start`): the rows one statement read for the batch go back to the lookups that
+/// asked for them.
+fn positions<'a>(
+    keys: impl Iterator<Item = (&'a str, &'a str)>,
+    start: usize,
+) -> HashMap<(&'a str, &'a str), Vec<usize>> {
+    let mut positions: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (at, key) in keys.enumerate() {
+        positions.entry(key).or_default().push(start + at);
+    }
+    positions
+}
+
 /// The columns of `pages` that [`rows::archive_page`] reads.
 const ARCHIVE_COLUMNS: &str = "SELECT pages.rowid AS rowid, pages.id AS id, pages.url AS url,
     content_hash, raw_hash, fetched_at_ms, info, headers, ip, warc_record_id,
@@ -162,24 +176,28 @@ macro_rules! page_queries {
                 let mut found = vec![None; wanted.len()];
                 for (n, batch) in wanted.chunks(CACHE_LOOKUPS_PER_SELECT).enumerate() {
                     let start = n * CACHE_LOOKUPS_PER_SELECT;
+                    let asked = positions(
+                        batch
+                            .iter()
+                            .map(|lookup| (lookup.url.as_str(), lookup.options_hash.as_str())),
+                        start,
+                    );
                     let mut select = Self::select_cached(batch);
                     for row in select.build().fetch_all(&self.pool).await? {
                         let (url, options_hash) = (row.text("url")?, row.text("options_hash")?);
+                        let Some(at) = asked.get(&(url.as_str(), options_hash.as_str())) else {
+                            continue;
+                        };
                         let fetched_at_ms = row.int("fetched_at_ms")?;
-                        for (at, lookup) in batch.iter().enumerate() {
-                            if lookup.url != url
-                                || lookup.options_hash != options_hash
-                                || fetched_at_ms < lookup.since_ms
-                            {
-                                continue;
-                            }
-                            // The newest page; of two fetched in the same millisecond, the
-                            // first read (one lookup's own `ORDER BY … LIMIT 1` took either).
-                            let newer = found[start + at]
+                        for &at in at {
+                            // The newest page since the lookup's time; of two fetched in the
+                            // same millisecond, the first read (one lookup's own `ORDER BY …
+                            // LIMIT 1` took either).
+                            let newer = found[at]
                                 .as_ref()
                                 .is_none_or(|page: &PageRecord| fetched_at_ms > page.fetched_at_ms);
-                            if newer {
-                                found[start + at] = Some(rows::page(&row)?);
+                            if fetched_at_ms >= wanted[at].since_ms && newer {
+                                found[at] = Some(rows::page(&row)?);
                             }
                         }
                     }
@@ -350,16 +368,15 @@ macro_rules! page_queries {
                     let hashes: Vec<&str> =
                         batch.iter().map(|page| page.raw_hash.as_str()).collect();
                     Self::push_in(&mut select, &hashes);
-                    let mut wanted: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-                    for (at, page) in batch.iter().enumerate() {
-                        wanted
-                            .entry((page.url.as_str(), page.raw_hash.as_str()))
-                            .or_default()
-                            .push(start + at);
-                    }
+                    let asked = positions(
+                        batch
+                            .iter()
+                            .map(|page| (page.url.as_str(), page.raw_hash.as_str())),
+                        start,
+                    );
                     for row in select.build().fetch_all(&self.pool).await? {
                         let (url, raw_hash) = (row.text("url")?, row.text("raw_hash")?);
-                        let Some(at) = wanted.get(&(url.as_str(), raw_hash.as_str())) else {
+                        let Some(at) = asked.get(&(url.as_str(), raw_hash.as_str())) else {
                             continue;
                         };
                         let fetched_at_ms = row.int("fetched_at_ms")?;

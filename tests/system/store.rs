@@ -755,19 +755,22 @@ async fn pages_wait_for_the_archive_and_export_in_order(db: TestDb) {
             .is_empty()
     );
 
-    let cached = store
-        .cached_page("https://example.com/b", "o", 0)
-        .await
-        .expect("reads")
-        .expect("cached");
+    // Lookups asked together (the store answers those waiting at once with one statement):
+    // each gets its own URL's page with its own options, fetched since its own time.
+    let (b, b_other, c, a_later) = tokio::join!(
+        store.cached_page("https://example.com/b", "o", 0),
+        store.cached_page("https://example.com/b", "other", 0),
+        store.cached_page("https://example.com/c", "o", 0),
+        store.cached_page("https://example.com/a", "o", i64::MAX),
+    );
+    let cached = b.expect("reads").expect("cached");
     assert_eq!(cached.id, ids[1]);
     assert_eq!(cached.lines, 3);
+    assert!(b_other.expect("reads").is_none());
+    assert_eq!(c.expect("reads").expect("cached").id, ids[2]);
     assert!(
-        store
-            .cached_page("https://example.com/b", "other", 0)
-            .await
-            .expect("reads")
-            .is_none()
+        a_later.expect("reads").is_none(),
+        "fetched before the time asked"
     );
     let latest = store
         .latest_page(&trawl::tenant::Scope::default(), "https://example.com/c")
