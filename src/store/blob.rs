@@ -403,20 +403,21 @@ impl ForArchive {
     /// Keeps a page being stored: its text under `content_hash`, its raw body and its
     /// visible lines (when it has them) under `raw_hash`, each when the pool reads it (`html`
     /// says whether the page is HTML). The raw body of an HTML page whose lines are held is
-    /// not, unless the pool writes WARC records.
+    /// not, unless the pool writes WARC records. Each is copied only when kept: a process
+    /// without a pool that reads them copies nothing.
     pub(super) fn remember(
         &self,
         content_hash: &str,
-        text: String,
+        text: &str,
         raw_hash: &str,
-        raw: Vec<u8>,
+        raw: &[u8],
         html: bool,
         lines: Option<&str>,
     ) {
-        self.texts.remember(content_hash, text.len(), || text);
+        self.texts
+            .remember(content_hash, text.len(), || text.to_owned());
         let lines_held = match lines {
             Some(lines) if html && self.lines.is_held() => {
-                // Copied only here: a process without a pool that reads them keeps nothing.
                 self.lines
                     .remember(raw_hash, lines.len(), || lines.to_owned());
                 true
@@ -429,7 +430,7 @@ impl ForArchive {
             true
         };
         if raw_read {
-            self.raws.remember(raw_hash, raw.len(), || raw);
+            self.raws.remember(raw_hash, raw.len(), || raw.to_vec());
         }
     }
 
@@ -521,9 +522,9 @@ mod tests {
             for index in from..from + 12 {
                 held.remember(
                     &format!("t{index}"),
-                    "text".to_owned(),
+                    "text",
                     &format!("r{index}"),
-                    vec![0; piece],
+                    &vec![0; piece],
                     true,
                     None,
                 );
@@ -587,9 +588,9 @@ mod tests {
         for index in 0..12 {
             held.remember(
                 &format!("t{index}"),
-                String::new(),
+                "",
                 &format!("r{index}"),
-                vec![0; HELD_BYTES / 16],
+                &vec![0; HELD_BYTES / 16],
                 true,
                 None,
             );
@@ -608,11 +609,11 @@ mod tests {
         ] {
             let held = ForArchive::new();
             held.hold(raws, false);
-            held.remember("t1", "a".to_owned(), "r1", vec![1], true, None);
+            held.remember("t1", "a", "r1", &[1], true, None);
             assert_eq!(held.counts(), (1, html), "{raws:?}, an HTML page");
-            held.remember("t2", "b".to_owned(), "r2", vec![2], false, None);
+            held.remember("t2", "b", "r2", &[2], false, None);
             assert_eq!(held.counts(), (2, html + other), "{raws:?}, another page");
-            held.remember("t3", "c".to_owned(), "r3", vec![3], true, Some("c"));
+            held.remember("t3", "c", "r3", &[3], true, Some("c"));
             assert_eq!(
                 held.take_lines("r3"),
                 None,
@@ -626,17 +627,17 @@ mod tests {
         for (raws, raw_held) in [(RawBodies::Html, false), (RawBodies::All, true)] {
             let held = ForArchive::new();
             held.hold(raws, true);
-            held.remember("t1", "a".to_owned(), "r1", vec![1], true, Some("a\nb"));
+            held.remember("t1", "a", "r1", &[1], true, Some("a\nb"));
             assert_eq!(held.take_lines("r1").as_deref(), Some("a\nb"), "{raws:?}");
             assert_eq!(held.take_lines("r1"), None, "taken once");
             assert_eq!(held.take_raw("r1").is_some(), raw_held, "{raws:?}");
             // A page without lines (rendered by the browser, read back): its raw body, as
             // before; and lines of a page that is not HTML are not kept.
-            held.remember("t2", "b".to_owned(), "r2", vec![2], true, None);
+            held.remember("t2", "b", "r2", &[2], true, None);
             assert_eq!(held.take_raw("r2"), Some(vec![2]), "{raws:?}");
-            held.remember("t3", "c".to_owned(), "r3", vec![3], false, Some("c"));
+            held.remember("t3", "c", "r3", &[3], false, Some("c"));
             assert_eq!(held.take_lines("r3"), None, "{raws:?}");
-            held.remember("t4", "d".to_owned(), "r4", vec![4], true, Some("d"));
+            held.remember("t4", "d", "r4", &[4], true, Some("d"));
             held.forget("t4", "r4");
             // Left: the three texts (never taken here), and under WARC page 3's raw body.
             assert_eq!(held.counts(), (3, usize::from(raw_held)), "{raws:?}");
