@@ -107,7 +107,7 @@ impl Store {
 
     fn with(engine: Engine) -> Store {
         let writer = match &engine {
-            Engine::Sqlite(engine) => Writer::spawn(engine.clone()),
+            Engine::Sqlite(engine) => Writer::spawn(engine.for_batches()),
             Engine::Postgres(engine) => Writer::spawn(engine.clone()),
         };
         Store {
@@ -564,7 +564,10 @@ impl Store {
     /// Closes the pool, waiting for connections to finish.
     pub async fn close(&self) {
         match &self.engine {
-            Engine::Sqlite(engine) => engine.close().await,
+            Engine::Sqlite(engine) => {
+                engine.close().await;
+                engine.close_batches().await;
+            }
             Engine::Postgres(engine) => engine.close().await,
         }
     }

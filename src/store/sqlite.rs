@@ -26,10 +26,18 @@ use super::writer::PendingPage;
 /// within SQLite's limit on bound values).
 const BINDS_PER_STATEMENT: usize = 400;
 
-/// The SQLite engine, cheap to clone (a connection pool).
+/// The SQLite engine, cheap to clone (connection pools).
 #[derive(Debug, Clone)]
 pub(super) struct SqliteStore {
     pub(super) pool: SqlitePool,
+    /// The one connection of the store's batching tasks (`store::writer`: group commits,
+    /// attempt starts, page cache lookups), most of a crawl's statements. A connection drops
+    /// its page cache whenever another one has written, and a pool hands its idle
+    /// connections out in turn: through the shared pool, nearly every batch began by reading
+    /// again, one system call a page, the index and table pages it had read the batch
+    /// before. On its own connection a batch finds them cached unless another part (a
+    /// crawl's follow-ups, the archive pool) wrote in between.
+    batches: SqlitePool,
 }
 
 impl SqliteStore {
@@ -62,7 +70,30 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         // Closing the file releases the lock.
         drop(lock);
-        Ok(SqliteStore { pool })
+        // Opened when the first batch comes: a process that stores no page never opens it.
+        // (Each connection to `:memory:` is a database of its own: there, the shared pool.)
+        let batches = if options.get_filename().as_os_str() == ":memory:" {
+            pool.clone()
+        } else {
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_lazy_with(options)
+        };
+        Ok(SqliteStore { pool, batches })
+    }
+
+    /// This engine with the batching tasks' connection as its pool: what `store::writer`
+    /// runs its statements on.
+    pub(super) fn for_batches(&self) -> SqliteStore {
+        SqliteStore {
+            pool: self.batches.clone(),
+            batches: self.batches.clone(),
+        }
+    }
+
+    /// Closes the batching tasks' connection (the shared pool closes with `close`).
+    pub(super) async fn close_batches(&self) {
+        self.batches.close().await;
     }
 
     pub(super) async fn mark_archived(
