@@ -561,7 +561,7 @@ delegate! {
 }
 
 impl Store {
-    /// Closes the pool, waiting for connections to finish.
+    /// Closes the engine's pools, waiting for connections to finish.
     pub async fn close(&self) {
         match &self.engine {
             Engine::Sqlite(engine) => {
