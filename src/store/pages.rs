@@ -39,6 +39,28 @@ fn positions<'a>(
     positions
 }
 
+/// Offers a row read for a batch of lookups to those asking for its key (`asking`, from
+/// [`positions`]): each keeps the newest row it `accepts`, by `fetched_at_ms` (of two fetched
+/// in the same millisecond, the first read: one lookup's own `ORDER BY … LIMIT 1` took
+/// either). `value` reads what a lookup keeps of the row, only when one keeps it.
+fn offer<T>(
+    kept: &mut [Option<(T, i64)>],
+    asking: &[usize],
+    fetched_at_ms: i64,
+    accepts: impl Fn(usize) -> bool,
+    value: impl Fn() -> Result<T, Error>,
+) -> Result<(), Error> {
+    for &at in asking {
+        let newer = kept[at]
+            .as_ref()
+            .is_none_or(|(_, best)| fetched_at_ms > *best);
+        if newer && accepts(at) {
+            kept[at] = Some((value()?, fetched_at_ms));
+        }
+    }
+    Ok(())
+}
+
 /// The columns of `pages` that [`rows::archive_page`] reads.
 const ARCHIVE_COLUMNS: &str = "SELECT pages.rowid AS rowid, pages.id AS id, pages.url AS url,
     content_hash, raw_hash, fetched_at_ms, info, headers, ip, warc_record_id,
@@ -185,24 +207,20 @@ macro_rules! page_queries {
                     let mut select = Self::select_cached(batch);
                     for row in select.build().fetch_all(&self.pool).await? {
                         let (url, options_hash) = (row.text("url")?, row.text("options_hash")?);
-                        let Some(at) = asked.get(&(url.as_str(), options_hash.as_str())) else {
-                            continue;
-                        };
-                        let fetched_at_ms = row.int("fetched_at_ms")?;
-                        for &at in at {
-                            // The newest page since the lookup's time; of two fetched in the
-                            // same millisecond, the first read (one lookup's own `ORDER BY …
-                            // LIMIT 1` took either).
-                            let newer = found[at]
-                                .as_ref()
-                                .is_none_or(|page: &PageRecord| fetched_at_ms > page.fetched_at_ms);
-                            if fetched_at_ms >= wanted[at].since_ms && newer {
-                                found[at] = Some(rows::page(&row)?);
-                            }
+                        if let Some(asking) = asked.get(&(url.as_str(), options_hash.as_str())) {
+                            // The newest page since the lookup's time.
+                            let fetched_at_ms = row.int("fetched_at_ms")?;
+                            offer(
+                                &mut found,
+                                asking,
+                                fetched_at_ms,
+                                |at| fetched_at_ms >= wanted[at].since_ms,
+                                || rows::page(&row),
+                            )?;
                         }
                     }
                 }
-                Ok(found)
+                Ok(found.into_iter().map(|kept| kept.map(|(page, _)| page)).collect())
             }
 
             pub(super) async fn latest_page(
@@ -376,19 +394,16 @@ macro_rules! page_queries {
                     );
                     for row in select.build().fetch_all(&self.pool).await? {
                         let (url, raw_hash) = (row.text("url")?, row.text("raw_hash")?);
-                        let Some(at) = asked.get(&(url.as_str(), raw_hash.as_str())) else {
-                            continue;
-                        };
-                        let fetched_at_ms = row.int("fetched_at_ms")?;
-                        for &at in at {
+                        if let Some(asking) = asked.get(&(url.as_str(), raw_hash.as_str())) {
                             // The newest capture fetched no later than the page itself.
-                            let newer = match &originals[at] {
-                                Some((_, best)) => fetched_at_ms > *best,
-                                None => true,
-                            };
-                            if fetched_at_ms <= pages[at].fetched_at_ms && newer {
-                                originals[at] = Some((row.text("warc_record_id")?, fetched_at_ms));
-                            }
+                            let fetched_at_ms = row.int("fetched_at_ms")?;
+                            offer(
+                                &mut originals,
+                                asking,
+                                fetched_at_ms,
+                                |at| fetched_at_ms <= pages[at].fetched_at_ms,
+                                || row.text("warc_record_id"),
+                            )?;
                         }
                     }
                 }

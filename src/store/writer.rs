@@ -146,36 +146,18 @@ impl Writer {
         options_hash: &str,
         since_ms: i64,
     ) -> Result<Option<PageRecord>, Error> {
-        let (reply, answer) = oneshot::channel();
-        let gone = || Error::Corrupt {
-            what: "page",
-            detail: "the store's cache reader stopped".to_owned(),
-        };
         let lookup = CacheLookup {
             url: url.to_owned(),
             options_hash: options_hash.to_owned(),
             since_ms,
         };
-        self.looker
-            .send((lookup, reply))
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        ask(&self.looker, lookup, "page", "cache reader").await
     }
 
     /// Starts an attempt of job `id` with others starting at the same time: its (number,
     /// max), or `None` when it may not start.
     pub(super) async fn start_attempt(&self, id: &str) -> Result<Option<(u32, u32)>, Error> {
-        let (reply, answer) = oneshot::channel();
-        let gone = || Error::Corrupt {
-            what: "job",
-            detail: "the store's attempt writer stopped".to_owned(),
-        };
-        self.starter
-            .send((id.to_owned(), reply))
-            .await
-            .map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?
+        ask(&self.starter, id.to_owned(), "job", "attempt writer").await
     }
 
     /// Compresses a page's blobs and has it committed with others finishing at the same
@@ -248,6 +230,26 @@ impl Writer {
     }
 }
 
+/// Sends `request` to a batching task and waits for its answer; a task that stopped is a
+/// [`Error::Corrupt`] of `what` naming the `task`.
+async fn ask<T, R>(
+    task_queue: &mpsc::Sender<(T, oneshot::Sender<Result<R, Error>>)>,
+    request: T,
+    what: &'static str,
+    task: &str,
+) -> Result<R, Error> {
+    let (reply, answer) = oneshot::channel();
+    let gone = || Error::Corrupt {
+        what,
+        detail: format!("the store's {task} stopped"),
+    };
+    task_queue
+        .send((request, reply))
+        .await
+        .map_err(|_| gone())?;
+    answer.await.map_err(|_| gone())?
+}
+
 /// Pages whose text and raw body together are at most this many bytes are hashed and
 /// compressed on the calling task's thread: zstd level 1 runs at about 300 MB/s on HTML
 /// (sha256 at 1.7 GB/s), so a 50 KB page with its text holds the thread about a quarter of a
@@ -260,12 +262,13 @@ const PACK_INLINE_BYTES: usize = 128 * 1024;
 /// A page's text and raw body as blobs: hashed, compressed at level 1, the fastest (level 3
 /// cost twice the CPU for a few percent smaller blobs).
 async fn pack_page(text: &str, raw: &[u8]) -> Result<(Blob, Blob), Error> {
+    let pack = |text: &[u8], raw: &[u8]| (Blob::pack(text, 1), Blob::pack(raw, 1));
     if text.len() + raw.len() <= PACK_INLINE_BYTES {
-        return Ok((Blob::pack(text.as_bytes(), 1), Blob::pack(raw, 1)));
+        return Ok(pack(text.as_bytes(), raw));
     }
     let text = text.to_owned();
     let raw = raw.to_vec();
-    tokio::task::spawn_blocking(move || (Blob::pack(text.as_bytes(), 1), Blob::pack(&raw, 1)))
+    tokio::task::spawn_blocking(move || pack(text.as_bytes(), &raw))
         .await
         .map_err(|error| Error::Corrupt {
             what: "blob",
@@ -417,6 +420,8 @@ pub(super) fn ended_per_page(
 
 #[cfg(test)]
 mod tests {
+    use sha2::{Digest as _, Sha256};
+
     use super::*;
 
     /// A page small enough to pack in place and one that goes to a blocking thread give the
@@ -432,10 +437,7 @@ mod tests {
         for (text, raw) in [(small.0.as_str(), &small.1[..]), (&big_text, &big_raw[..])] {
             let (text_blob, raw_blob) = pack_page(text, raw).await.unwrap();
             for (blob, bytes) in [(text_blob, text.as_bytes()), (raw_blob, raw)] {
-                assert_eq!(
-                    blob.sha256,
-                    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes))
-                );
+                assert_eq!(blob.sha256, hex::encode(Sha256::digest(bytes)));
                 assert_eq!(blob.size, bytes.len());
                 assert_eq!(blob.codec, "zstd", "repeated text compresses");
                 assert_eq!(Blob::unpack(blob.codec, blob.bytes).unwrap(), bytes);
