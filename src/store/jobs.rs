@@ -505,6 +505,23 @@ mod tests {
         store.pool.close().await;
     }
 
+    /// A page's versions are read through the URL index, for one tenant or for all: the
+    /// tenant-led URL indexes were dropped (migration 0022) as two more random inserts a page.
+    #[tokio::test]
+    async fn page_versions_read_pages_by_url() {
+        let (_dir, store) = empty_store().await;
+        for tenant in [None, Some("acme")] {
+            let select = SqliteStore::page_versions(tenant, "page-1", 20);
+            let plan = query_plan(&store, select.sql().as_str()).await;
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("USING INDEX pages_url (url=?")),
+                "tenant {tenant:?}: the versions read by URL, not {plan:?}"
+            );
+        }
+        store.pool.close().await;
+    }
+
     /// The check made after each job of a batch ends reads the batch's jobs not ended, through
     /// their partial index, not every job of the batch in id order (quadratic over a batch).
     #[tokio::test]

@@ -146,6 +146,21 @@ macro_rules! overview_queries {
                 page_id: &str,
                 limit: u32,
             ) -> Result<Vec<PageEntry>, Error> {
+                let found = Self::page_versions(tenant, page_id, limit)
+                    .build()
+                    .fetch_all(&self.pool)
+                    .await?;
+                found.iter().map(rows::page_entry).collect()
+            }
+
+            /// The statement of `versions_in`: the newest `limit` pages of page `page_id`'s
+            /// URL, `tenant`'s only when given. Read through `pages_url` (the URL's few
+            /// versions, the tenant checked on each), with a tenant or without.
+            pub(super) fn page_versions(
+                tenant: Option<&str>,
+                page_id: &str,
+                limit: u32,
+            ) -> sqlx::QueryBuilder<Db<Self>> {
                 let mut select = sqlx::QueryBuilder::<Db<Self>>::new(PAGE_ENTRY_COLUMNS);
                 select
                     .push(" WHERE url = (SELECT url FROM pages WHERE id = ")
@@ -157,8 +172,7 @@ macro_rules! overview_queries {
                 select
                     .push(" ORDER BY fetched_at_ms DESC, id DESC LIMIT ")
                     .push_bind(i64::from(limit));
-                let found = select.build().fetch_all(&self.pool).await?;
-                found.iter().map(rows::page_entry).collect()
+                select
             }
 
             pub(super) async fn page_files(&self, id: &str) -> Result<Option<PageFiles>, Error> {
