@@ -53,12 +53,6 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            // Statement journals (what a multi-row statement inside a transaction keeps to undo
-            // itself alone) spill to a file in /var/tmp past 64 KiB: 400 files created, written
-            // and deleted over a 2,000-page crawl, 42 KB written a page. In memory they live as
-            // long as their statement. Temporary tables and sorts go there too: the store
-            // sorts a page of results (a `LIMIT`) or a few groups at most.
-            .pragma("temp_store", "memory")
             .busy_timeout(Duration::from_secs(30));
         // sqlx takes no lock for SQLite migrations: two processes opening a new store at once
         // (`trawl serve --no-pools` and `trawl work` started together) would both create the
