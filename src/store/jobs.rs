@@ -482,41 +482,42 @@ mod tests {
         store.pool.close().await;
     }
 
-    /// A group of page cache lookups reads each URL's pages through the URL index.
+    /// The reads that look pages up by URL go through `pages_url`: a group of page cache
+    /// lookups (1, 10, 64 of them), and a page's versions for one tenant or for all (the
+    /// tenant-led URL indexes were dropped by migration 0022, two more random inserts a page).
     #[tokio::test]
-    async fn cache_lookups_read_pages_by_url() {
+    async fn reads_by_url_go_through_the_url_index() {
         let (_dir, store) = empty_store().await;
-        for n in [1_usize, 10, 64] {
-            let lookups: Vec<super::super::writer::CacheLookup> = (0..n)
-                .map(|i| super::super::writer::CacheLookup {
-                    url: format!("https://example.com/{i}"),
-                    options_hash: "o".to_owned(),
-                    since_ms: 0,
-                })
-                .collect();
-            let select = SqliteStore::select_cached(&lookups);
-            let plan = query_plan(&store, select.sql().as_str()).await;
-            assert!(
-                plan.iter()
-                    .any(|step| step.contains("USING INDEX pages_url (url=?")),
-                "{n} lookups: the pages read by URL, not {plan:?}"
-            );
-        }
-        store.pool.close().await;
-    }
-
-    /// A page's versions are read through the URL index, for one tenant or for all: the
-    /// tenant-led URL indexes were dropped (migration 0022) as two more random inserts a page.
-    #[tokio::test]
-    async fn page_versions_read_pages_by_url() {
-        let (_dir, store) = empty_store().await;
+        let mut selects: Vec<(String, String)> = [1_usize, 10, 64]
+            .into_iter()
+            .map(|n| {
+                let lookups: Vec<super::super::writer::CacheLookup> = (0..n)
+                    .map(|i| super::super::writer::CacheLookup {
+                        url: format!("https://example.com/{i}"),
+                        options_hash: "o".to_owned(),
+                        since_ms: 0,
+                    })
+                    .collect();
+                let select = SqliteStore::select_cached(&lookups);
+                (
+                    format!("{n} cache lookups"),
+                    select.sql().as_str().to_owned(),
+                )
+            })
+            .collect();
         for tenant in [None, Some("acme")] {
             let select = SqliteStore::page_versions(tenant, "page-1", 20);
-            let plan = query_plan(&store, select.sql().as_str()).await;
+            selects.push((
+                format!("versions, tenant {tenant:?}"),
+                select.sql().as_str().to_owned(),
+            ));
+        }
+        for (read, sql) in selects {
+            let plan = query_plan(&store, &sql).await;
             assert!(
                 plan.iter()
                     .any(|step| step.contains("USING INDEX pages_url (url=?")),
-                "tenant {tenant:?}: the versions read by URL, not {plan:?}"
+                "{read}: the pages read by URL, not {plan:?}"
             );
         }
         store.pool.close().await;
