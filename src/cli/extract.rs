@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use trawl_workers::job::Format;
-use trawl_workers::web::{charset, extract};
+use trawl_workers::web::{charset, extract, lang};
 
 /// Arguments of `trawl extract`.
 #[derive(Debug, clap::Args)]
@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 /// The `--format` values.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
     /// Markdown.
     Markdown,
@@ -79,11 +79,17 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }
         })?;
     if args.json {
+        // The language as a fetch reports it: declared by the page, else guessed from the
+        // text (HTML output is markup: no guess from tag names).
+        let mut meta = extracted.meta;
+        if args.format != FormatArg::Html {
+            meta.lang = lang::or_detect(meta.lang, &extracted.text);
+        }
         let json = serde_json::json!({
             "title": extracted.title,
             "extractor": extracted.extractor,
             "warning": extracted.warning,
-            "meta": extracted.meta,
+            "meta": meta,
             "outline": extracted.outline,
             "links": extracted.links,
             "text": extracted.text,

@@ -206,6 +206,11 @@ async fn extract_reads_a_local_file_without_network() {
     let text = stdout(&run);
     assert!(text.contains("The river ran quietly"), "{text}");
     assert!(!text.contains("Home"), "{text}");
+    // The page declares no language: `--json` reports the guess a fetch of it would.
+    let json = output(trawl(dir.path()).args(["extract", "--json"]).arg(&path)).await;
+    assert!(json.status.success(), "{}", stderr(&json));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&json)).expect("json");
+    assert_eq!(json["meta"]["lang"], "en", "{json}");
     let url = output(trawl(dir.path()).args(["extract", "http://a.test/page"])).await;
     assert!(!url.status.success());
     assert!(
