@@ -735,7 +735,10 @@ impl ByPageType {
             meta.description = self.description;
         }
         meta.page_type = Some(self.page_type);
-        let text = normalize_text(&self.text);
+        // The same interface-label lines as Readability's answers lose ("Advertisement",
+        // "Share", "Add to cart", gallery counters, short update stamps): rs-trafilatura keeps
+        // them when they sit inside the block it takes.
+        let text = normalize_text(&prune::clean_text(&self.text));
         Extracted {
             title: self
                 .title
@@ -1996,6 +1999,29 @@ mod tests {
             extract_html(&product_page("product-text"), &url, Format::Text).expect("ok");
         assert!(extracted.text.contains("iron flecks"), "{}", extracted.text);
         assert!(extracted.text.contains("Shipping"), "{}", extracted.text);
+    }
+
+    #[test]
+    fn rs_trafilaturas_answer_loses_interface_label_lines() {
+        let url = Url::parse("https://pottery.example/mug").expect("url");
+        let html = product_page("product-text").replace(
+            r#"<p class="price">$28.00</p>"#,
+            r#"<p class="price">$28.00</p><p class="stock">Sold out</p>
+            <p><a href="/cart/add">Add to cart</a></p>"#,
+        );
+        for format in [Format::Text, Format::Markdown] {
+            let extracted = extract_html(&html, &url, format).expect("ok");
+            assert_eq!(extracted.extractor, Extractor::Trafilatura);
+            assert!(extracted.text.contains("iron flecks"), "{}", extracted.text);
+            assert!(extracted.text.contains("$28.00"), "{}", extracted.text);
+            for label in ["Sold out", "Add to cart"] {
+                assert!(
+                    !extracted.text.contains(label),
+                    "{label}: {}",
+                    extracted.text
+                );
+            }
+        }
     }
 
     #[test]

@@ -387,7 +387,7 @@ pub(crate) fn visible_len(s: &str) -> usize {
 // ------------------------------------------------------------------------------------------
 
 /// Whole lines that are interface labels, not content, in any page type: ad labels, widget
-/// headings and buttons, share-button captions. Compared after [`plain_line`] normalisation
+/// headings and buttons, share-button captions, shop buttons. Compared after [`plain_line`] normalisation
 /// (lower-case, markdown and trailing punctuation removed), so only a line consisting of
 /// exactly this text is dropped -- never a sentence that contains it.
 const STOP_LINES: &[&str] = &[
@@ -435,6 +435,34 @@ const STOP_LINES: &[&str] = &[
     "top stories",
     "most popular",
     "most read",
+    // shop buttons and states, inside a product's or a listing's block
+    "add to cart",
+    "add to bag",
+    "add to basket",
+    "add to wishlist",
+    "add to wish list",
+    "buy now",
+    "buy it now",
+    "in stock",
+    "out of stock",
+    "sold out",
+    "notify me",
+    "notify me when available",
+    "notify me when back in stock",
+    "write a review",
+    "be the first to review this product",
+    "no reviews yet",
+    "quick view",
+    "quick shop",
+    "size guide",
+    "size chart",
+    "decrease quantity",
+    "increase quantity",
+    "continue shopping",
+    "view cart",
+    "loading",
+    // (not "skip to content": a skip link at the top of Readability's answer says it took the
+    // whole page, `extract::opens_with_skip_link`)
     // "advertisement" in languages common on the web
     "iklan",
     "publicidade",
