@@ -170,9 +170,14 @@ pub async fn seed(deps: &Deps, queue: &Queue, plan: &Plan) -> Result<(), StartEr
     followed
 }
 
-/// Sends the `completed` event of each crawl just completed (by this process) that has a
-/// webhook: the crawl's record as its data.
+/// Tells this process's listeners of each crawl just completed (by this process:
+/// [`Deps::completed_crawls`]), and sends the `completed` event of each that has a webhook:
+/// the crawl's record as its data.
 pub async fn announce_completed(deps: &Deps, crawl_ids: &[String]) {
+    for id in crawl_ids {
+        // No listener is no error: nothing in this process follows the crawl.
+        let _ = deps.completed_crawls.send(id.clone());
+    }
     let Some(webhooks) = &deps.webhooks else {
         return;
     };

@@ -37,6 +37,9 @@ pub struct Deps {
     pub metrics: Metrics,
     /// The id of every job that ends in this process (the API waits on these).
     pub ended: broadcast::Sender<String>,
+    /// The id of every crawl this process completes (`crawl::announce_completed`): what a
+    /// command following a crawl waits on, besides its pause between reads.
+    pub completed_crawls: broadcast::Sender<String>,
     /// Where job and batch events are POSTed, when configured.
     pub webhooks: Option<Webhooks>,
     /// What the crawls of this process share: politeness gate, robots.txt, plans.
@@ -49,8 +52,8 @@ pub struct Deps {
     pub search: crate::search_providers::Searcher,
 }
 
-/// The parts [`Deps::new`] takes; the page cache, metrics and the ended-job channel are made
-/// fresh from them.
+/// The parts [`Deps::new`] takes; the page cache, metrics and the ended-job and
+/// completed-crawl channels are made fresh from them.
 #[derive(Debug)]
 pub struct Parts {
     /// The store.
@@ -70,9 +73,11 @@ pub struct Parts {
 }
 
 impl Deps {
-    /// The shared parts, with a fresh page cache, metrics and ended-job channel.
+    /// The shared parts, with a fresh page cache, metrics and ended-job and completed-crawl
+    /// channels.
     pub fn new(parts: Parts) -> Deps {
         let (ended, _) = broadcast::channel(1_024);
+        let (completed_crawls, _) = broadcast::channel(64);
         let metrics = Metrics::new();
         let search = crate::search_providers::Searcher::new(
             &crate::search_providers::Config::default(),
@@ -89,6 +94,7 @@ impl Deps {
             config: parts.config,
             metrics,
             ended,
+            completed_crawls,
             webhooks: parts.webhooks,
             crawls: Arc::new(parts.crawls),
             browser: parts.browser,

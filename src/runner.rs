@@ -130,8 +130,9 @@ where
     let upkeep_deps = deps.clone();
     // One lane keeps the queue tidy for both, and ends the crawls whose pages have all ended
     // (a page's end does not check its crawl: one write fewer per page).
-    // Every 250 ms while jobs end in this process; when none has for a while, once a second
-    // (an idle server stays idle: `UPKEEP_IDLE`).
+    // Every 100 ms while jobs end in this process (a crawl's command learns it ended that
+    // soon: `Deps::completed_crawls`); when none has for a while, once a second (an idle
+    // server stays idle: `UPKEEP_IDLE`).
     let mut ended = deps.ended.subscribe();
     let upkeep = tokio::spawn(async move {
         if lane != Lane::Fetch {
@@ -217,7 +218,7 @@ where
 }
 
 /// The pause between upkeep rounds while jobs end in this process.
-const UPKEEP_BUSY: Duration = Duration::from_millis(250);
+const UPKEEP_BUSY: Duration = Duration::from_millis(100);
 /// The pause between upkeep rounds when none has.
 const UPKEEP_IDLE: Duration = Duration::from_secs(1);
 

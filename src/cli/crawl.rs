@@ -179,6 +179,8 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
     }
 
     let started = Instant::now();
+    // Subscribed before the crawl starts: a crawl with nothing to fetch completes as it starts.
+    let mut completed = deps.completed_crawls.subscribe();
     let id = match crate::crawl::start(&deps, &deps.queue, spec).await {
         Ok(id) => id,
         Err(crate::crawl::StartError::Invalid(message)) => {
@@ -212,8 +214,11 @@ pub(super) async fn run(mut config: Config, args: &Args) -> anyhow::Result<ExitC
             interrupted = true;
             break;
         }
+        // The record is read again after the pause, or as soon as this process completes a
+        // crawl (the pools' upkeep sees the last page end within 100 ms).
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = completed.recv() => {}
             _ = interrupt.wait() => {}
         }
     }

@@ -1039,6 +1039,8 @@ async fn crawl_start(
             other => ApiError::internal(&other),
         })?;
     let id = plan.id.clone();
+    // Subscribed before seeding: a crawl with nothing to fetch completes as it is seeded.
+    let mut completed = state.context.completed_crawls.subscribe();
     let deps = state.context.clone();
     let queue = state.queue.clone();
     tokio::spawn(async move {
@@ -1090,8 +1092,10 @@ async fn crawl_start(
                 "still running after the wait; it goes on: follow it with crawl_status. ",
             ));
         }
+        // Read again after the pause, or as soon as this process completes a crawl.
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(250)) => {}
+            _ = completed.recv() => {}
             () = context.ct.cancelled() => {
                 // The host cancelled the call: so is the crawl.
                 let _ = cancel_crawl(state, scope, &id).await;
