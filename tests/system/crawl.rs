@@ -225,6 +225,7 @@ async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: B
     server.set_robots(200, "User-agent: *\nDisallow: /site/*3\n");
     let dir = tempfile::tempdir().expect("tempdir");
     let crawler = Crawler::start(backend, dir.path()).await;
+    let mut completed = crawler.context.completed_crawls.subscribe();
     let record = crawler
         .crawl(CrawlSpec {
             max_pages: 25,
@@ -235,6 +236,12 @@ async fn a_crawl_follows_links_within_its_budget_globs_and_robots_txt(backend: B
         .await;
     let c = record.counters;
     assert_eq!(record.status, CrawlStatus::Completed, "{record:?}");
+    // The process that completed it said so to its listeners (what `trawl crawl` waits on).
+    let announced = tokio::time::timeout(Duration::from_secs(10), completed.recv())
+        .await
+        .expect("the completion is announced")
+        .expect("received");
+    assert_eq!(announced, record.id);
     assert_eq!(c.queued, 25, "{c:?}");
     assert_eq!(
         c.fetched + c.failed + c.skipped_duplicate,
