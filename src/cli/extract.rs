@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 /// The `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum FormatArg {
     /// Markdown.
     Markdown,
@@ -82,7 +82,7 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         // The language as a fetch reports it: declared by the page, else guessed from the
         // text (HTML output is markup: no guess from tag names).
         let mut meta = extracted.meta;
-        if args.format != FormatArg::Html {
+        if !matches!(args.format, FormatArg::Html) {
             meta.lang = lang::or_detect(meta.lang, &extracted.text);
         }
         let json = serde_json::json!({

@@ -1,8 +1,9 @@
 //! DOM pruning before Readability and line-level cleaning after it.
 //!
 //! Pipeline: `Document::from(html)` -> [`prune`] -> `dom_smoothie::Readability::with_document`
-//! -> `parse()` -> [`clean_text`] on `article.text_content`. `markdown_plain` reads markdown
-//! output line by line the same way, so that its length compares with plain text's.
+//! -> `parse()` -> [`clean_text`] on `article.text_content` (and on rs-trafilatura's answers
+//! for the other page types: `extract`). `markdown_plain` reads markdown output line by line
+//! the same way, so that its length compares with plain text's.
 //!
 //! Every rule here is deliberately conservative. Readability already removes most page chrome;
 //! what it lets through are small blocks *inside* the article container (image captions and
@@ -387,9 +388,9 @@ pub(crate) fn visible_len(s: &str) -> usize {
 // ------------------------------------------------------------------------------------------
 
 /// Whole lines that are interface labels, not content, in any page type: ad labels, widget
-/// headings and buttons, share-button captions, shop buttons. Compared after [`plain_line`] normalisation
-/// (lower-case, markdown and trailing punctuation removed), so only a line consisting of
-/// exactly this text is dropped -- never a sentence that contains it.
+/// headings and buttons, share-button captions, shop buttons. Compared after [`plain_line`]
+/// normalisation (lower-case, markdown and trailing punctuation removed), so only a line
+/// consisting of exactly this text is dropped -- never a sentence that contains it.
 const STOP_LINES: &[&str] = &[
     "advertisement",
     "advert",
@@ -461,8 +462,8 @@ const STOP_LINES: &[&str] = &[
     "continue shopping",
     "view cart",
     "loading",
-    // (not "skip to content": a skip link at the top of Readability's answer says it took the
-    // whole page, `extract::opens_with_skip_link`)
+    // Not "skip to content": a skip link atop Readability's answer says it took the whole
+    // page (`extract::opens_with_skip_link`), read after this cleaning.
     // "advertisement" in languages common on the web
     "iklan",
     "publicidade",
