@@ -23,6 +23,9 @@
 #![allow(clippy::disallowed_methods)]
 
 mod common;
+#[path = "common/figures.rs"]
+#[allow(dead_code, reason = "the extraction benchmark takes only the median")]
+mod figures;
 #[path = "common/labelled.rs"]
 mod labelled;
 
@@ -160,9 +163,7 @@ fn readability_alone(pages: &[labelled::Page], format: Format) -> (f64, f64) {
         parse.push(per_page(parsing));
         readability.push(per_page(reading));
     }
-    parse.sort_by(f64::total_cmp);
-    readability.sort_by(f64::total_cmp);
-    (parse[RUNS / 2], readability[RUNS / 2])
+    (figures::median(parse), figures::median(readability))
 }
 
 /// WCXB's page types, in the order its report lists them.
