@@ -394,6 +394,11 @@ fn keeps_almost_nothing(kept: usize, body_chars: usize) -> bool {
     body_chars >= AUTO_MIN_BODY_CHARS && (kept as f64 / body_chars as f64) < ALMOST_NOTHING_SHARE
 }
 
+/// Share of Readability's answer that rs-trafilatura's must hold to replace it when
+/// Readability took the whole page from its skip link on ([`Doubt::prefers`]): less is one
+/// block of the page (a teaser, a form's text), not its content.
+const WHOLE_PAGE_MIN_SHARE: f64 = 0.1;
+
 /// How many times longer than Readability's text rs-trafilatura's must be when Readability
 /// kept almost nothing ([`ALMOST_NOTHING_SHARE`]).
 const ALMOST_NOTHING_FACTOR: usize = 3;
@@ -491,8 +496,7 @@ impl Doubt {
 
     /// Whether rs-trafilatura's answer, `found_chars` visible characters, replaces
     /// Readability's. When Readability took the whole page, rs-trafilatura's answer must still
-    /// hold [`ALMOST_NOTHING_SHARE`] of it or more: a sliver of a page Readability read whole
-    /// is one block of it (a teaser, a form's text), not its content. Measured on the WCXB dev
+    /// hold [`WHOLE_PAGE_MIN_SHARE`] of it or more. Measured on the WCXB dev
     /// split: the 16 pages whose answer opens with the skip link and that rs-trafilatura
     /// answers, 15 category and service pages whose answer keeps 20-146 % of Readability's (the
     /// menus gone), and one "best of" guide where it kept 4 % (868 of 22,900 characters; F1 0.06
@@ -500,7 +504,7 @@ impl Doubt {
     fn prefers(&self, found_chars: usize) -> bool {
         // Exact for any realistic page size; only used for a ratio.
         #[allow(clippy::cast_precision_loss)]
-        let holds_a_part = found_chars as f64 >= ALMOST_NOTHING_SHARE * self.kept as f64;
+        let holds_a_part = found_chars as f64 >= WHOLE_PAGE_MIN_SHARE * self.kept as f64;
         (self.whole_page && holds_a_part)
             || (self.little_kept && found_chars > self.kept)
             || (self.almost_nothing && found_chars >= ALMOST_NOTHING_FACTOR * self.kept)
