@@ -1,5 +1,6 @@
 //! HTML in, main content out: the parsing budget (`web::budget`: too many or too deeply nested
-//! elements are refused before any tree is built), one parse (dom_query), a nesting guard,
+//! elements are refused before any tree is built), the bodies of scripts and style sheets cut
+//! (`web::scripts`), one parse (dom_query), a nesting guard,
 //! metadata and links read
 //! from the whole page, boilerplate pruning (`web::prune`), Readability (dom_smoothie) to find
 //! the article, then markdown, text or HTML, normalised, with its heading outline. Pages of
@@ -25,6 +26,7 @@ use super::normalize::normalize_url;
 use super::noscript;
 use super::page_type::{self, Signals};
 use super::prune;
+use super::scripts;
 use crate::job::{Extractor, Format, Meta, PageType};
 
 /// Elements nested deeper than this are flattened to their text before anything recursive
@@ -162,9 +164,11 @@ fn extract(
     read_lines: bool,
 ) -> Result<Extracted, Error> {
     budget::admit(html)?;
-    // A raw-text element left open in <noscript> would take the rest of the page.
+    // A raw-text element left open in <noscript> would take the rest of the page; the bodies
+    // of scripts and style sheets are never read (`web::scripts`).
     let closed = noscript::close_raw_text(html);
-    let html: &str = &closed;
+    let cut = scripts::cut_bodies(&closed);
+    let html: &str = &cut;
     let document = Document::from(html);
     let mut warnings: Vec<String> = Vec::new();
     let flattened = flatten_deep_nesting(&document, MAX_DEPTH);
@@ -204,11 +208,13 @@ fn extract(
         visible.body
     };
     // rs-trafilatura parses the page itself: when the page was in its <noscript>, it reads
-    // the page as revealed.
+    // the page as revealed; otherwise whole, scripts and all (its page type classifier counts
+    // the body's text with the scripts' in it: given the cut page, it typed 8 of the WCXB dev
+    // split's pages otherwise).
     let source: std::borrow::Cow<'_, str> = if noscript_used {
         document.html().to_string().into()
     } else {
-        html.into()
+        (*closed).into()
     };
     if page_type != PageType::Article
         && let Some(mut found) =

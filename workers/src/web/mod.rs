@@ -1,18 +1,18 @@
 //! The web toolbox: the SSRF-guarded client and everything between response bytes and clean
-//! text. `client`: URL in, bounded response out, every hop and every address checked.
-//! `ssrf`: the destination policy. `dns`: resolution behind the policy. `proxy`: the
-//! configured outbound proxies and how a request picks one (a job's own choice is the
-//! contract's, re-exported). `charset`: bytes to text. `budget`: what parsing an HTML document
-//! would cost, measured before the tree is built. `noscript`: `<noscript>` markup ended where
-//! a browser running scripts ends it, before the tree is built. `extract`: HTML to main
-//! content, links and metadata, by an extractor chosen for the page's type (`page_type`:
-//! JSON-LD, `og:type`, the URL). `select`: a page reduced to the elements CSS selectors name,
-//! before extraction. `prune`: boilerplate rules around Readability. `lines`: a page's
-//! visible text, one line per block (for the archive's page documents). `code_lang`: code
-//! blocks' languages for markdown fences. `blockpage`: walls, challenges and shells. `lang`:
-//! the language of a page that does not declare it. `pdf`: PDF to text. `normalize`: URL
-//! normalisation. `json`: services' JSON answers read strictly on types (search and fallback
-//! extraction providers).
+//! text. `client`: URL in, bounded response out, every hop and every address checked. `ssrf`:
+//! the destination policy. `dns`: resolution behind the policy. `proxy`: the configured
+//! outbound proxies and how a request picks one (a job's own choice is the contract's,
+//! re-exported). `charset`: bytes to text. `budget`: what parsing an HTML document would cost,
+//! measured before the tree is built. `noscript`: `<noscript>` markup ended where a browser
+//! running scripts ends it, before the tree is built. `scripts`: the bodies of scripts and
+//! style sheets cut before extraction parses a page. `extract`: HTML to main content, links and
+//! metadata, by an extractor chosen for the page's type (`page_type`: JSON-LD, `og:type`, the
+//! URL). `select`: a page reduced to the elements CSS selectors name, before extraction.
+//! `prune`: boilerplate rules around Readability. `lines`: a page's visible text, one line per
+//! block (for the archive's page documents). `code_lang`: code blocks' languages for markdown
+//! fences. `blockpage`: walls, challenges and shells. `lang`: the language of a page that does
+//! not declare it. `pdf`: PDF to text. `normalize`: URL normalisation. `json`: services' JSON
+//! answers read strictly on types (search and fallback extraction providers).
 //!
 //! Not here: running jobs, retries or storage; this module knows nothing of queues. It uses
 //! the contract's error codes and output types (`crate::job`) and nothing else of the crate.
@@ -33,6 +33,7 @@ pub mod page_type;
 pub mod pdf;
 pub mod proxy;
 pub mod prune;
+pub mod scripts;
 pub mod select;
 pub mod ssrf;
 
