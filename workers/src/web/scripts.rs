@@ -27,8 +27,8 @@ const SKIPPED_TEXT: &[&str] = &["title", "textarea", "iframe", "noembed", "nofra
 /// Shortest body worth cutting: a copy of the page costs more than a few bytes save.
 const MIN_CUT: usize = 64;
 
-/// `html` with the bodies of its scripts (JSON-LD's kept) and style sheets removed, their
-/// start and end tags kept; `html` itself (no copy) when nothing is worth cutting.
+/// `html` with the bodies of its scripts (JSON scripts kept whole) and style sheets removed,
+/// their start and end tags kept; `html` itself (no copy) when nothing is worth cutting.
 pub fn cut_bodies(html: &str) -> Cow<'_, str> {
     let bytes = html.as_bytes();
     let mut cut = String::new();
@@ -38,24 +38,34 @@ pub fn cut_bodies(html: &str) -> Cow<'_, str> {
         let open = at + found;
         let rest = &bytes[open..];
         if rest.starts_with(b"<!--") {
-            let Some(end) = memmem::find(&bytes[open + 4..], b"-->") else {
+            let Some(end) = comment_end(bytes, open + 4) else {
                 break;
             };
-            at = open + 4 + end + 3;
+            at = end;
             continue;
         }
         let closing = rest.get(1) == Some(&b'/');
         let name_start = open + 1 + usize::from(closing);
+        let starts_name = bytes.get(name_start).is_some_and(u8::is_ascii_alphabetic);
+        if rest.starts_with(b"<!") || rest.starts_with(b"<?") || (closing && !starts_name) {
+            // A bogus comment (`<!DOCTYPE …>`, `<![CDATA[…`, `<?xml …>`, `</ …>`): up to the
+            // next `>`, whatever it holds.
+            let Some(end) = memchr::memchr(b'>', &bytes[open + 2..]) else {
+                break;
+            };
+            at = open + 2 + end + 1;
+            continue;
+        }
+        if !starts_name {
+            // Not a tag: a `<` in text.
+            at = open + 1;
+            continue;
+        }
         // A tag's name runs to whitespace, `/` or `>` (`<script-box>` is not a script).
         let name_len = bytes[name_start..]
             .iter()
             .take_while(|&&b| !(b.is_ascii_whitespace() || b == b'/' || b == b'>'))
             .count();
-        if name_len == 0 || !bytes[name_start].is_ascii_alphabetic() {
-            // Not a tag: text, `<!DOCTYPE …>`, `<?…>`; the tokenizer reads it on.
-            at = open + 1;
-            continue;
-        }
         let Some(tag_end) = tag_end(bytes, name_start + name_len) else {
             break;
         };
@@ -86,7 +96,7 @@ pub fn cut_bodies(html: &str) -> Cow<'_, str> {
             break;
         };
         let body = &bytes[at..end];
-        if is_script && memmem::find(body, b"<!--").is_some() {
+        if is_script && escapes_twice(body) {
             break;
         }
         let keep = is_script && holds_json(&bytes[open..at]);
@@ -101,6 +111,21 @@ pub fn cut_bodies(html: &str) -> Cow<'_, str> {
     }
     cut.push_str(&html[copied..]);
     Cow::Owned(cut)
+}
+
+/// Where the comment whose text starts at `from` (after `<!--`) ends, as the tokenizer ends
+/// it: the index after its `-->` or `--!>`, or after `<!-->` and `<!--->`, which end at once.
+fn comment_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let text = &bytes[from..];
+    if text.starts_with(b">") {
+        return Some(from + 1);
+    }
+    if text.starts_with(b"->") {
+        return Some(from + 2);
+    }
+    let dashes = memmem::find(text, b"-->").map(|at| at + 3);
+    let bang = memmem::find(text, b"--!>").map(|at| at + 4);
+    Some(from + dashes.into_iter().chain(bang).min()?)
 }
 
 /// Where the tag whose name ends at `from` ends: the index of its `>`, attribute values in
@@ -143,6 +168,18 @@ fn end_tag(html: &str, from: usize, name: &str) -> Option<usize> {
         }
         at = open + 2;
     }
+}
+
+/// Whether a script's text up to the first `</script` may not be all of it: after `<!--`, a
+/// `<script` puts the tokenizer in its double-escaped state, where that `</script` ends the
+/// inner one only. `<!--` alone (an old page's `<!-- … //-->` around its code) does not.
+fn escapes_twice(body: &[u8]) -> bool {
+    let Some(comment) = memmem::find(body, b"<!--") else {
+        return false;
+    };
+    body[comment..]
+        .windows(b"<script".len())
+        .any(|window| window.eq_ignore_ascii_case(b"<script"))
 }
 
 /// Whether a script's start tag says JSON: JSON-LD (`type="application/ld+json"`, also
@@ -195,6 +232,13 @@ mod tests {
             format!(r#"<div title="<script>"><p>Content</p></div><p>{js}</p></script>"#),
             format!("<title><script></title><p>Content {js}</p></script>"),
             format!("<textarea><style></textarea><p>Content {js}</p></style>"),
+            // After a comment that ends at once, a textarea's text is not markup.
+            format!(
+                "<!--><textarea><!-- --><script></textarea><p>Content {js}</p><script>x</script>"
+            ),
+            // In a bogus comment: `<![CDATA[` and `</ ` run to the next `>`.
+            format!("<![CDATA[ <script>]]><p>Content {js}</p></script>"),
+            format!("</ <script><p>Content {js}</p></script>"),
         ] {
             let kept = cut_bodies(&html);
             let first = html.find("<p>Content").expect("content");
@@ -209,7 +253,7 @@ mod tests {
     fn where_a_body_may_end_elsewhere_the_rest_is_kept() {
         let js = long("y();");
         for html in [
-            // The escaped states: the first </script> may not end this script.
+            // The double-escaped state: the first </script> may not end this script.
             format!(
                 r#"<script>{js}<!-- document.write("<script>a()</script>") --></script><p>T</p>"#
             ),
@@ -220,6 +264,17 @@ mod tests {
         ] {
             assert!(matches!(cut_bodies(&html), Cow::Borrowed(_)), "{html}");
         }
+    }
+
+    #[test]
+    fn an_old_comment_around_a_script_is_cut_with_it() {
+        let js = long("z();");
+        let html =
+            format!("<script><!-- {js} //--></script><p>T</p><!DOCTYPE x><style>{js}</style>");
+        assert_eq!(
+            cut_bodies(&html),
+            "<script></script><p>T</p><!DOCTYPE x><style></style>"
+        );
     }
 
     #[test]
