@@ -23,9 +23,9 @@ pub fn close_raw_text(html: &str) -> Cow<'_, str> {
     let mut fixed = String::new();
     let mut copied = 0;
     let mut from = 0;
-    while let Some(open) = find(html, from, b"<", "noscript") {
+    while let Some(open) = find_tag(html, from, b"<", "noscript") {
         let inside = open + "<noscript".len();
-        let Some(close) = find(html, inside, b"</", "noscript") else {
+        let Some(close) = find_tag(html, inside, b"</", "noscript") else {
             // Never closed: a browser running scripts reads the rest of the page as its text,
             // one without scripts as markup; there is no end to close anything at.
             break;
@@ -53,10 +53,10 @@ fn unclosed_raw_text(markup: &str) -> Option<&'static str> {
     loop {
         let (start, name) = RAW_TEXT
             .iter()
-            .filter_map(|&name| find(markup, at, b"<", name).map(|start| (start, name)))
+            .filter_map(|&name| find_tag(markup, at, b"<", name).map(|start| (start, name)))
             .min_by_key(|&(start, _)| start)?;
         let text = start + 1 + name.len();
-        match find(markup, text, b"</", name) {
+        match find_tag(markup, text, b"</", name) {
             Some(end) => at = end + 2 + name.len(),
             None => return Some(name),
         }
@@ -65,7 +65,7 @@ fn unclosed_raw_text(markup: &str) -> Option<&'static str> {
 
 /// Where `opener` (`<` or `</`) and then `name` (lower case) start in `html` at or after
 /// `from`: the name in any case, and ended (by whitespace, `/`, `>` or the end of `html`).
-fn find(html: &str, from: usize, opener: &[u8], name: &str) -> Option<usize> {
+pub(super) fn find_tag(html: &str, from: usize, opener: &[u8], name: &str) -> Option<usize> {
     let bytes = html.as_bytes();
     let name = name.as_bytes();
     memchr::memchr_iter(b'<', bytes.get(from..)?)

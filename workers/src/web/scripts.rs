@@ -10,8 +10,9 @@
 //! attribute values and the text of the other raw-text and RCDATA elements (`<title>`,
 //! `<textarea>`, `<xmp>`, …) are skipped whole, so that `<script>` written inside them is not
 //! taken for a script. Where it cannot be sure where a body ends, it stops cutting and keeps
-//! the rest of the page as it is: a body with `<!--` in it (the tokenizer's escaped states
-//! may run past the first `</script>`), an element or comment never closed, `<plaintext>`.
+//! the rest of the page as it is: a script with `<!--` and then `<script` in it (the
+//! tokenizer's double-escaped state runs past the first `</script>`), an element or comment
+//! never closed, `<plaintext>`.
 //!
 //! Not here: `<noscript>` (`web::noscript`), parsing, or anything the crawl stores: the page's
 //! raw body and its WARC record keep every byte.
@@ -20,9 +21,8 @@ use std::borrow::Cow;
 
 use memchr::memmem;
 
-/// Elements whose text is raw text or RCDATA for the tokenizer, skipped whole (their text is
-/// not markup). `script` and `style` are handled apart.
-const SKIPPED_TEXT: &[&str] = &["title", "textarea", "iframe", "noembed", "noframes", "xmp"];
+use super::lines::RAW_TEXT;
+use super::noscript::find_tag;
 
 /// Shortest body worth cutting: a copy of the page costs more than a few bytes save.
 const MIN_CUT: usize = 64;
@@ -77,24 +77,19 @@ pub fn cut_bodies(html: &str) -> Cow<'_, str> {
         if name.eq_ignore_ascii_case("plaintext") {
             break;
         }
-        let is_script = name.eq_ignore_ascii_case("script");
-        let is_style = name.eq_ignore_ascii_case("style");
-        if !is_script && !is_style {
-            if let Some(skipped) = SKIPPED_TEXT
-                .iter()
-                .find(|skipped| name.eq_ignore_ascii_case(skipped))
-            {
-                let Some(end) = end_tag(html, at, skipped) else {
-                    break;
-                };
-                at = end;
-            }
+        // A raw-text or RCDATA element's text runs to its end tag and is not markup; of them,
+        // only scripts' and style sheets' text is cut (`<title>`, `<textarea>`, … read over).
+        let Some(&raw_text) = RAW_TEXT.iter().find(|raw| name.eq_ignore_ascii_case(raw)) else {
             continue;
-        }
-        let lower = if is_script { "script" } else { "style" };
-        let Some(end) = end_tag(html, at, lower) else {
+        };
+        let Some(end) = find_tag(html, at, b"</", raw_text) else {
             break;
         };
+        let is_script = raw_text == "script";
+        if !is_script && raw_text != "style" {
+            at = end;
+            continue;
+        }
         let body = &bytes[at..end];
         if is_script && escapes_twice(body) {
             break;
@@ -147,27 +142,6 @@ fn tag_end(bytes: &[u8], from: usize) -> Option<usize> {
         at += 1;
     }
     None
-}
-
-/// Where the end tag of `name` (lower case) starts at or after `from`: `</` and the name in
-/// any case, ended by whitespace, `/` or `>`, as the tokenizer ends raw text.
-fn end_tag(html: &str, from: usize, name: &str) -> Option<usize> {
-    let bytes = html.as_bytes();
-    let mut at = from;
-    loop {
-        let open = at + memmem::find(bytes.get(at..)?, b"</")?;
-        let after = open + 2 + name.len();
-        if bytes
-            .get(open + 2..after)
-            .is_some_and(|found| found.eq_ignore_ascii_case(name.as_bytes()))
-            && bytes
-                .get(after)
-                .is_some_and(|&b| b.is_ascii_whitespace() || b == b'/' || b == b'>')
-        {
-            return Some(open);
-        }
-        at = open + 2;
-    }
 }
 
 /// Whether a script's text up to the first `</script` may not be all of it: after `<!--`, a
