@@ -8,9 +8,10 @@
 //! share of the page, the whole page from its skip link on, or one section of an undated page
 //! made of several), are read by rs-trafilatura's profiles (its article profile when a type's
 //! keeps almost nothing); a product page by its named description block when that holds half
-//! or more of the answer. The page's JSON-LD `articleBody` replaces the answer when it is
-//! longer and tells the same story. When no article is found the whole body is converted and
-//! the result says so.
+//! or more of the answer, followed by its questions-and-answers blocks and `<details>`
+//! disclosures that say something new. The page's JSON-LD `articleBody` replaces the answer
+//! when it is longer and tells the same story. When no article is found the whole body is
+//! converted and the result says so.
 //!
 //! Not here: decoding bytes (`web::charset`), judging block pages (`web::blockpage`), or time
 //! limits (the caller runs this on a blocking thread under a timeout).
@@ -250,6 +251,17 @@ fn extract(
             )
         {
             found.text = block;
+        }
+        if page_type == PageType::Product {
+            let base = document_base(&document, page_url);
+            let answer = match format {
+                Format::Markdown => prune::markdown_plain(&found.text),
+                Format::Text | Format::Html => found.text.clone(),
+            };
+            for faq in product_faqs(&document, format, &answer, &base) {
+                found.text.push_str("\n\n");
+                found.text.push_str(&faq);
+            }
         }
         return Ok(finish(
             found.into_extracted(format, links, meta, warnings, body_chars),
@@ -708,6 +720,13 @@ fn product_block(
     if chars > found_chars || (chars as f64) < PRODUCT_BLOCK_MIN_SHARE * found_chars as f64 {
         return None;
     }
+    block_as(block, format, base)
+}
+
+/// A block of the page as `format`: its scripts, styles, `<noscript>`s and templates left
+/// out (removed from the document), its links made absolute against `base`. `None` for HTML
+/// output (rs-trafilatura, whose answer the block joins or replaces, is not asked for it).
+fn block_as(block: NodeRef<'_>, format: Format, base: &Url) -> Option<String> {
     let block = dom_query::Selection::from(block);
     block.select("script, style, noscript, template").remove();
     let block = block.nodes().first().copied()?;
@@ -730,6 +749,96 @@ fn product_block(
         Format::Text => Some(block.formatted_text().to_string()),
         Format::Html => None,
     }
+}
+
+/// Class/id words of a product page's questions and answers block.
+const FAQ_WORDS: &[&str] = &["faq", "faqs"];
+
+/// Fewest words of a questions block, or of a `<details>` element, worth adding.
+const FAQ_MIN_WORDS: usize = 20;
+
+/// A block already said: this share of its runs of four words or more is in the answer.
+const FAQ_HELD_SHARE: f64 = 0.5;
+
+/// The blocks of a product page that rs-trafilatura's product profile leaves out and its
+/// reader asks about: questions and answers (a class or id word `faq`) and the `<details>`
+/// elements (disclosure widgets: materials, care, sizing, shipping of this product), as
+/// `format`, in page order. Outermost blocks only, not inside navigation, a header, a footer
+/// or an aside, at least [`FAQ_MIN_WORDS`] words, and not already said by the answer
+/// (`answer`, plain text) or an earlier block ([`FAQ_HELD_SHARE`]). Measured on the WCXB dev
+/// split: 29 pages change, 21 better (recall 0.09-0.88 -> 0.43-1.00 where a product's
+/// questions or accordions hold much of its text), 8 worse (precision 0.05-0.90 -> 0.04-0.73:
+/// shipping and returns questions the truth leaves out); product F1 0.651 -> 0.658, overall
+/// 0.8583 -> 0.8603. On pages of every type the same blocks cost more than they give (0.8594,
+/// measured on a prototype: an article's questions are Readability's to keep or not).
+fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -> Vec<String> {
+    let Some(body) = document.select("body").nodes().first().copied() else {
+        return Vec::new();
+    };
+    // The outermost candidates first: the blocks are changed (their scripts removed) only
+    // after the walk.
+    let mut candidates = Vec::new();
+    // Elements below a block taken or left out are not looked at again.
+    let mut skip_below: Option<NodeId> = None;
+    for node in body.descendants_it() {
+        if !node.is_element() {
+            continue;
+        }
+        if let Some(skipped) = skip_below
+            && node
+                .ancestors_it(None)
+                .any(|ancestor| ancestor.id == skipped)
+        {
+            continue;
+        }
+        skip_below = None;
+        if [
+            "nav", "header", "footer", "aside", "script", "style", "template", "noscript",
+        ]
+        .iter()
+        .any(|name| node.has_name(name))
+        {
+            skip_below = Some(node.id);
+            continue;
+        }
+        let named = ["class", "id"].iter().any(|attribute| {
+            node.attr(attribute)
+                .is_some_and(|value| prune::has_word(&value, FAQ_WORDS))
+        });
+        if named || node.has_name("details") {
+            skip_below = Some(node.id);
+            candidates.push(node);
+        }
+    }
+    let mut blocks = Vec::new();
+    let mut said = answer.to_owned();
+    for node in candidates {
+        let Some(text) = block_as(node, Format::Text, base) else {
+            continue;
+        };
+        let words = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|word| !word.is_empty())
+            .count();
+        if words < FAQ_MIN_WORDS {
+            continue;
+        }
+        let (held, runs) = runs_held(&text, &said);
+        if runs == 0 || held as f64 > FAQ_HELD_SHARE * runs as f64 {
+            continue;
+        }
+        let block = match format {
+            Format::Text => text.clone(),
+            Format::Markdown | Format::Html => match block_as(node, format, base) {
+                Some(block) => block,
+                None => continue,
+            },
+        };
+        said.push('\n');
+        said.push_str(&text);
+        blocks.push(block);
+    }
+    blocks
 }
 
 /// What the page-type extractor found.
@@ -2033,6 +2142,52 @@ mod tests {
             extract_html(&product_page("product-text"), &url, Format::Text).expect("ok");
         assert!(extracted.text.contains("iron flecks"), "{}", extracted.text);
         assert!(extracted.text.contains("Shipping"), "{}", extracted.text);
+    }
+
+    #[test]
+    fn a_products_questions_and_disclosures_join_its_description() {
+        let url = Url::parse("https://pottery.example/mug").expect("url");
+        let questions = r#"<section class="product-faq"><h2>Questions</h2><details>
+            <summary>Is the glaze food safe?</summary><p>Yes: the glaze is lead free and fired
+            at cone six, and every batch is tested before it leaves the studio.</p></details>
+            </section>"#;
+        let html = product_page("product-description")
+            .replace(
+                r#"<div class="related-products">"#,
+                // Said twice (a copy for small screens), and one disclosure too short to add.
+                &format!(
+                    r#"{questions}{questions}<details><summary>Care</summary>Hand wash.</details>
+                    <div class="related-products">"#
+                ),
+            )
+            .replace(
+                "<footer>",
+                r#"<footer><div class="faq"><p>Read the answers to our customers' most common
+                questions about orders, payment, delivery times and gift wrapping on our help
+                pages before you write to us.</p></div>"#,
+            );
+        for format in [Format::Text, Format::Markdown] {
+            let text = extract_html(&html, &url, format).expect("ok").text;
+            // The description block first, then the questions, once.
+            let description = text.find("iron flecks").expect("description");
+            let question = text.find("food safe").expect("question");
+            assert!(description < question, "{text}");
+            assert_eq!(text.matches("lead free").count(), 1, "{text}");
+            assert!(!text.contains("Hand wash"), "{text}");
+            assert!(!text.contains("gift wrapping"), "{text}");
+            assert!(!text.contains("Shipping"), "{text}");
+        }
+        // Only a product page's: an article's questions are Readability's to keep or not (here
+        // both copies, as the page says them, and nothing added).
+        let article = html.replace(r#""@type":"Product""#, r#""@type":"BlogPosting""#);
+        let extracted = extract_html(&article, &url, Format::Text).expect("ok");
+        assert_eq!(extracted.meta.page_type, Some(PageType::Article));
+        assert_eq!(
+            extracted.text.matches("lead free").count(),
+            2,
+            "{}",
+            extracted.text
+        );
     }
 
     #[test]
