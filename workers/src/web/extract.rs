@@ -570,18 +570,20 @@ fn holds_more(found: &str, kept: &str) -> bool {
 /// How many of `part`'s runs of four words in a row (words: letters, digits and `_`, as the
 /// extraction benchmarks compare texts) are in `whole`, and how many runs `part` has.
 fn runs_held(part: &str, whole: &str) -> (usize, usize) {
-    fn runs(text: &str) -> impl Iterator<Item = [&str; 4]> {
-        let words: Vec<&str> = text
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|word| !word.is_empty())
-            .collect();
-        (0..words.len().saturating_sub(3))
-            .map(move |at| [words[at], words[at + 1], words[at + 2], words[at + 3]])
-    }
-    let in_whole: std::collections::HashSet<[&str; 4]> = runs(whole).collect();
-    runs(part).fold((0, 0), |(held, all), run| {
+    let in_whole: std::collections::HashSet<[&str; 4]> = word_runs(whole).collect();
+    word_runs(part).fold((0, 0), |(held, all), run| {
         (held + usize::from(in_whole.contains(&run)), all + 1)
     })
+}
+
+/// A text's runs of four words in a row (words: letters, digits and `_`).
+fn word_runs(text: &str) -> impl Iterator<Item = [&str; 4]> {
+    let words: Vec<&str> = text
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+        .collect();
+    (0..words.len().saturating_sub(3))
+        .map(move |at| [words[at], words[at + 1], words[at + 2], words[at + 3]])
 }
 
 /// Class/id words that name a product's own description or specifications block
@@ -757,12 +759,17 @@ const FAQ_WORDS: &[&str] = &["faq", "faqs"];
 /// Fewest words of a questions block, or of a `<details>` element, worth adding.
 const FAQ_MIN_WORDS: usize = 20;
 
-/// A block already said: this share of its runs of four words or more is in the answer.
+/// A block already said: more than this share of its runs of four words is in the answer.
 const FAQ_HELD_SHARE: f64 = 0.5;
+
+/// Hashes the runs of four words [`product_faqs`] compares (fixed keys: the same answer on
+/// every run).
+const SAID_RUNS_HASHER: std::hash::BuildHasherDefault<std::hash::DefaultHasher> =
+    std::hash::BuildHasherDefault::new();
 
 /// The blocks of a product page that rs-trafilatura's product profile leaves out and its
 /// reader asks about: questions and answers (a class or id word `faq`) and the `<details>`
-/// elements (disclosure widgets: materials, care, sizing, shipping of this product), as
+/// elements (disclosure widgets: materials, care, sizing of this product), as
 /// `format`, in page order. Outermost blocks only, not inside navigation, a header, a footer
 /// or an aside, at least [`FAQ_MIN_WORDS`] words, and not already said by the answer
 /// (`answer`, plain text) or an earlier block ([`FAQ_HELD_SHARE`]). Measured on the WCXB dev
@@ -810,32 +817,35 @@ fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -
             candidates.push(node);
         }
     }
+    // The runs said so far (the answer's, then each block's added), hashed: kept as one set,
+    // so that a page of many blocks costs no more than its text.
+    let hash = |run: [&str; 4]| {
+        use std::hash::BuildHasher as _;
+        SAID_RUNS_HASHER.hash_one(run)
+    };
+    let mut said: std::collections::HashSet<u64> = word_runs(answer).map(hash).collect();
     let mut blocks = Vec::new();
-    let mut said = answer.to_owned();
     for node in candidates {
         let Some(text) = block_as(node, Format::Text, base) else {
             continue;
         };
-        let words = text
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|word| !word.is_empty())
-            .count();
-        if words < FAQ_MIN_WORDS {
+        let runs: Vec<u64> = word_runs(&text).map(hash).collect();
+        // A block of n words (four or more) has n - 3 runs.
+        if runs.len() + 3 < FAQ_MIN_WORDS {
             continue;
         }
-        let (held, runs) = runs_held(&text, &said);
-        if runs == 0 || held as f64 > FAQ_HELD_SHARE * runs as f64 {
+        let held = runs.iter().filter(|run| said.contains(run)).count();
+        if held as f64 > FAQ_HELD_SHARE * runs.len() as f64 {
             continue;
         }
         let block = match format {
-            Format::Text => text.clone(),
+            Format::Text => text,
             Format::Markdown | Format::Html => match block_as(node, format, base) {
                 Some(block) => block,
                 None => continue,
             },
         };
-        said.push('\n');
-        said.push_str(&text);
+        said.extend(runs);
         blocks.push(block);
     }
     blocks
