@@ -242,18 +242,13 @@ fn extract(
                 ..article
             };
         }
-        if page_type == PageType::Product
-            && let Some(block) = product_block(
-                &document,
-                format,
-                found.plain_chars,
-                &document_base(&document, page_url),
-            )
-        {
-            found.text = block;
-        }
+        // A product page: its named description block instead of the answer when it fits,
+        // then its questions and disclosures that say something new.
         if page_type == PageType::Product {
             let base = document_base(&document, page_url);
+            if let Some(block) = product_block(&document, format, found.plain_chars, &base) {
+                found.text = block;
+            }
             let answer = match format {
                 Format::Markdown => prune::markdown_plain(&found.text),
                 Format::Text | Format::Html => found.text.clone(),
