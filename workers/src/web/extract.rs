@@ -9,7 +9,8 @@
 //! made of several), are read by rs-trafilatura's profiles (its article profile when a type's
 //! keeps almost nothing); a product page by its named description block when that holds half
 //! or more of the answer, followed by its questions-and-answers blocks and `<details>`
-//! disclosures that say something new. The page's JSON-LD `articleBody` replaces the answer
+//! disclosures that say something new; a thread by its posts (`web::thread`), each with its
+//! author and date, when their microdata names them. The page's JSON-LD `articleBody` replaces the answer
 //! when it is longer and tells the same story. When no article is found the whole body is
 //! converted and the result says so.
 //!
@@ -21,6 +22,7 @@ use dom_smoothie::{Readability, TextMode};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use super::blocks::{Said, block_as, runs_held};
 use super::budget;
 use super::code_lang;
 use super::normalize::normalize_url;
@@ -28,6 +30,7 @@ use super::noscript;
 use super::page_type::{self, Signals};
 use super::prune;
 use super::scripts;
+use super::thread;
 use crate::job::{Extractor, Format, Meta, PageType};
 
 /// Elements nested deeper than this are flattened to their text before anything recursive
@@ -241,6 +244,15 @@ fn extract(
                 page_type,
                 ..article
             };
+        }
+        // A thread: its posts, each with its author and date, after what the answer holds
+        // before them (`web::thread`).
+        if page_type == PageType::Forum {
+            let base = document_base(&document, page_url);
+            let posts = thread::posts(&document, format, &base);
+            if !posts.is_empty() {
+                found.text = thread::with_posts(&found.text, &posts, format);
+            }
         }
         // A product page: its named description block instead of the answer when it fits,
         // then its questions and disclosures that say something new.
@@ -562,25 +574,6 @@ fn holds_more(found: &str, kept: &str) -> bool {
     runs > 0 && held as f64 >= MORE_SECTIONS_HELD * runs as f64
 }
 
-/// How many of `part`'s runs of four words in a row (words: letters, digits and `_`, as the
-/// extraction benchmarks compare texts) are in `whole`, and how many runs `part` has.
-fn runs_held(part: &str, whole: &str) -> (usize, usize) {
-    let in_whole: std::collections::HashSet<[&str; 4]> = word_runs(whole).collect();
-    word_runs(part).fold((0, 0), |(held, all), run| {
-        (held + usize::from(in_whole.contains(&run)), all + 1)
-    })
-}
-
-/// A text's runs of four words in a row (words: letters, digits and `_`).
-fn word_runs(text: &str) -> impl Iterator<Item = [&str; 4]> {
-    let words: Vec<&str> = text
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|word| !word.is_empty())
-        .collect();
-    (0..words.len().saturating_sub(3))
-        .map(move |at| [words[at], words[at + 1], words[at + 2], words[at + 3]])
-}
-
 /// Class/id words that name a product's own description or specifications block
 /// (`product-description`, `#details`, `specs-table`).
 const PRODUCT_BLOCK_WORDS: &[&str] = &[
@@ -720,34 +713,6 @@ fn product_block(
     block_as(block, format, base)
 }
 
-/// A block of the page as `format`: its scripts, styles, `<noscript>`s and templates left
-/// out (removed from the document), its links made absolute against `base`. `None` for HTML
-/// output (rs-trafilatura, whose answer the block joins or replaces, is not asked for it).
-fn block_as(block: NodeRef<'_>, format: Format, base: &Url) -> Option<String> {
-    let block = dom_query::Selection::from(block);
-    block.select("script, style, noscript, template").remove();
-    let block = block.nodes().first().copied()?;
-    match format {
-        Format::Markdown => {
-            for link in dom_query::Selection::from(block)
-                .select("a[href], img[src]")
-                .nodes()
-            {
-                let attribute = if link.has_name("img") { "src" } else { "href" };
-                if let Some(absolute) = link
-                    .attr(attribute)
-                    .and_then(|value| base.join(value.trim()).ok())
-                {
-                    link.set_attr(attribute, absolute.as_str());
-                }
-            }
-            Some(block.md(None).to_string())
-        }
-        Format::Text => Some(block.formatted_text().to_string()),
-        Format::Html => None,
-    }
-}
-
 /// Class/id words of a product page's questions and answers block.
 const FAQ_WORDS: &[&str] = &["faq", "faqs"];
 
@@ -756,11 +721,6 @@ const FAQ_MIN_WORDS: usize = 20;
 
 /// A block already said: more than this share of its runs of four words is in the answer.
 const FAQ_HELD_SHARE: f64 = 0.5;
-
-/// Hashes the runs of four words [`product_faqs`] compares (fixed keys: the same answer on
-/// every run).
-const SAID_RUNS_HASHER: std::hash::BuildHasherDefault<std::hash::DefaultHasher> =
-    std::hash::BuildHasherDefault::new();
 
 /// The blocks of a product page that rs-trafilatura's product profile leaves out and its
 /// reader asks about: questions and answers (a class or id word `faq`) and the `<details>`
@@ -812,24 +772,18 @@ fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -
             candidates.push(node);
         }
     }
-    // The runs said so far (the answer's, then each block's added), hashed: kept as one set,
-    // so that a page of many blocks costs no more than its text.
-    let hash = |run: [&str; 4]| {
-        use std::hash::BuildHasher as _;
-        SAID_RUNS_HASHER.hash_one(run)
-    };
-    let mut said: std::collections::HashSet<u64> = word_runs(answer).map(hash).collect();
+    let mut said = Said::of(answer);
     let mut blocks = Vec::new();
     for node in candidates {
         let Some(text) = block_as(node, Format::Text, base) else {
             continue;
         };
-        let runs: Vec<u64> = word_runs(&text).map(hash).collect();
+        let runs = Said::runs(&text);
         // A block of n words (four or more) has n - 3 runs.
         if runs.len() + 3 < FAQ_MIN_WORDS {
             continue;
         }
-        let held = runs.iter().filter(|run| said.contains(run)).count();
+        let held = said.held(&runs);
         if held as f64 > FAQ_HELD_SHARE * runs.len() as f64 {
             continue;
         }
@@ -840,7 +794,7 @@ fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -
                 None => continue,
             },
         };
-        said.extend(runs);
+        said.add(runs);
         blocks.push(block);
     }
     blocks
@@ -2193,6 +2147,68 @@ mod tests {
             "{}",
             extracted.text
         );
+    }
+
+    #[test]
+    fn a_threads_posts_come_with_their_authors_and_dates() {
+        let url = Url::parse("https://forum.example/threads/glazes.7/").expect("url");
+        let post = |author: &str, date: &str, text: &str| {
+            format!(
+                r#"<article class="message" itemscope itemtype="https://schema.org/Comment">
+                <div class="message-user" itemprop="author" itemscope
+                itemtype="https://schema.org/Person"><h4 itemprop="name">{author}</h4></div>
+                <div class="message-attribution"><time datetime="2024-10-08">{date}</time></div>
+                <div class="message-content" itemprop="text"><p>{text}</p></div></article>"#
+            )
+        };
+        let html = format!(
+            r#"<html><head><title>Glazes that crawl</title>
+            <script type="application/ld+json">{{"@type":"DiscussionForumPosting",
+            "headline":"Glazes that crawl"}}</script></head><body>
+            <nav><a href="/">Forums</a> <a href="/glazes">Glazes</a></nav>
+            <main><h1>Glazes that crawl</h1><div class="thread">{}{}{}</div></main>
+            <footer>Forum software by an example company</footer></body></html>"#,
+            post(
+                "ana",
+                "Oct 8, 2024",
+                "My glaze pulls back from the rim of every mug and leaves bare patches of clay \
+                 after the firing. I apply it thick, by dipping, on bisque that I sponge first.",
+            ),
+            post(
+                "ben",
+                "Oct 9, 2024",
+                "Crawling usually comes from dust or oil on the bisque, or from a glaze applied \
+                 too thick that cracks as it dries. Let the pots dry fully before you dip them.",
+            ),
+            post(
+                "cy",
+                "Oct 9, 2024",
+                "Add a little gum to the glaze bucket so that it shrinks less as it dries, and \
+                 wipe the bisque with a damp sponge rather than a wet one before glazing.",
+            ),
+        );
+        for format in [Format::Text, Format::Markdown] {
+            let extracted = extract_html(&html, &url, format).expect("ok");
+            assert_eq!(extracted.meta.page_type, Some(PageType::Forum));
+            let text = extracted.text;
+            let mut at = 0;
+            for said in [
+                "ana",
+                "Oct 8, 2024",
+                "bare patches",
+                "ben",
+                "Oct 9, 2024",
+                "dust or oil",
+                "cy",
+                "gum",
+            ] {
+                at += text[at..]
+                    .find(said)
+                    .unwrap_or_else(|| panic!("{said} after {at}: {text}"));
+            }
+            assert_eq!(text.matches("bare patches").count(), 1, "{text}");
+            assert!(!text.contains("Forum software"), "{text}");
+        }
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! running scripts ends it, before the tree is built. `scripts`: the bodies of scripts and
 //! style sheets cut before extraction parses a page. `extract`: HTML to main content, links and
 //! metadata, by an extractor chosen for the page's type (`page_type`: JSON-LD, `og:type`, the
-//! URL). `select`: a page reduced to the elements CSS selectors name, before extraction.
+//! URL). `thread`: a thread's posts from their schema.org microdata.
+//! `blocks`: one element written as text or markdown, and the runs of four words said so far.
+//! `select`: a page reduced to the elements CSS selectors name, before extraction.
 //! `prune`: boilerplate rules around Readability. `lines`: a page's visible text, one line per
 //! block (for the archive's page documents). `code_lang`: code blocks' languages for markdown
 //! fences. `blockpage`: walls, challenges and shells. `lang`: the language of a page that does
@@ -18,6 +20,7 @@
 //! the contract's error codes and output types (`crate::job`) and nothing else of the crate.
 
 pub mod blockpage;
+pub(crate) mod blocks;
 pub mod budget;
 pub mod charset;
 pub mod client;
@@ -36,6 +39,7 @@ pub mod prune;
 pub mod scripts;
 pub mod select;
 pub mod ssrf;
+pub(crate) mod thread;
 
 pub use client::{Client, Config, Response};
 pub use dns::{Dns, StaticDns};
