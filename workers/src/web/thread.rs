@@ -9,7 +9,9 @@
 //! clients without scripts (`noscript`), or comments under an article (only pages typed
 //! `forum` are read for posts).
 
-use dom_query::{Document, NodeRef};
+use std::collections::HashMap;
+
+use dom_query::{Document, NodeId, NodeRef};
 use url::Url;
 
 use super::blocks::{Said, block_as};
@@ -60,21 +62,9 @@ fn has_prop(node: &NodeRef<'_>, names: &[&str]) -> bool {
         .is_some_and(|props| props.split_whitespace().any(|prop| names.contains(&prop)))
 }
 
-/// The item `node` belongs to: its nearest ancestor that starts an item.
-fn owner<'a>(node: &NodeRef<'a>) -> Option<NodeRef<'a>> {
-    node.ancestors_it(None)
-        .find(|ancestor| ancestor.has_attr("itemscope") || ancestor.has_attr("itemtype"))
-}
-
-/// `node`'s descendant elements that belong to `item`'s own properties (not to an item
-/// nested in it).
-fn own_props<'a>(item: &NodeRef<'a>, names: &'a [&'a str]) -> impl Iterator<Item = NodeRef<'a>> {
-    let id = item.id;
-    item.descendants_it().filter(move |node| {
-        node.is_element()
-            && has_prop(node, names)
-            && owner(node).is_some_and(|owner| owner.id == id)
-    })
+/// Whether `node` starts an item of its own.
+fn starts_item(node: &NodeRef<'_>) -> bool {
+    node.has_attr("itemscope") || node.has_attr("itemtype")
 }
 
 /// Text with its runs of whitespace made one space, `None` when empty or longer than
@@ -84,68 +74,127 @@ fn label(text: &str) -> Option<String> {
     (!text.is_empty() && text.chars().count() <= LABEL_MAX_CHARS).then_some(text)
 }
 
-/// The name of a post's author: the `name` of its `author` item, else the `author`
-/// property's own content or text.
-fn author(item: &NodeRef<'_>) -> Option<String> {
-    let author = own_props(item, &["author"]).next()?;
-    let named = if author.has_attr("itemscope") || author.has_attr("itemtype") {
-        own_props(&author, &["name"]).next()
-    } else {
-        None
-    };
-    let source = named.unwrap_or(author);
+/// What an element's descendants are inside of: the nearest item, the nearest post, and the
+/// post whose text holds them.
+#[derive(Clone, Copy, Default)]
+struct Inside {
+    item: Option<NodeId>,
+    post: Option<NodeId>,
+    text_of: Option<NodeId>,
+}
+
+/// One post as the walk finds it.
+struct Found<'a> {
+    item: NodeRef<'a>,
+    /// A remark under a Q&A post, or a container of other posts: not written.
+    skipped: bool,
+    text: Option<NodeRef<'a>>,
+    author: Option<NodeRef<'a>>,
+    time: Option<NodeRef<'a>>,
+}
+
+/// The name of a post's `author` element: the first `name` of its own item when it starts
+/// one, else its own content or text.
+fn author_name(author: NodeRef<'_>, names: &HashMap<NodeId, NodeRef<'_>>) -> Option<String> {
+    let source = names.get(&author.id).copied().unwrap_or(author);
     match source.attr("content") {
         Some(content) => label(&content),
         None => label(&source.text()),
     }
 }
 
-/// When a post was written, as the page shows it: the text of its first `<time>` outside its
-/// text.
-fn date(item: &NodeRef<'_>, text: &NodeRef<'_>) -> Option<String> {
-    item.descendants_it()
-        .filter(|node| node.has_name("time"))
-        .find(|time| {
-            !time
-                .ancestors_it(None)
-                .any(|ancestor| ancestor.id == text.id)
-        })
-        .and_then(|time| label(&time.text()))
-}
-
 /// The posts of the thread on `document`, each as `format` (author and date, then its text),
 /// in page order; none when fewer than [`MIN_POSTS`] carry their text. Links are made
 /// absolute against `base`. A post's quotes of earlier posts are removed from the document.
+/// One walk of the page finds every post's parts (each element is placed by its parent's
+/// place), so that a deeply nested thread costs no more than its size.
 pub(super) fn posts(document: &Document, format: Format, base: &Url) -> Vec<String> {
     let Some(body) = document.select("body").nodes().first().copied() else {
         return Vec::new();
     };
-    let items: Vec<NodeRef<'_>> = body
-        .descendants_it()
-        .filter(|node| node.is_element() && post_type(node).is_some())
-        .collect();
+    let mut inside: HashMap<NodeId, Inside> = HashMap::new();
+    let mut found: Vec<Found<'_>> = Vec::new();
+    let mut post_at: HashMap<NodeId, usize> = HashMap::new();
+    // The first `name` property of each item, for its author's name.
+    let mut names: HashMap<NodeId, NodeRef<'_>> = HashMap::new();
+    for node in body.descendants_it() {
+        if !node.is_element() {
+            continue;
+        }
+        let above = node
+            .parent()
+            .and_then(|parent| inside.get(&parent.id).copied())
+            .unwrap_or_default();
+        // The post whose own property this element is (its nearest item is the post).
+        let own = above.post.filter(|&post| above.item == Some(post));
+        let kind = post_type(&node);
+        if let Some(kind) = kind {
+            let remark = kind == "Comment"
+                && above.item.is_some_and(|item| {
+                    post_at.get(&item).is_some_and(|&at| {
+                        post_type(&found[at].item).is_some_and(|owner| QA_TYPES.contains(&owner))
+                    })
+                });
+            // A post inside another's text: that one is a container of posts.
+            if let Some(&at) = above.text_of.and_then(|post| post_at.get(&post)) {
+                found[at].skipped = true;
+            }
+            post_at.insert(node.id, found.len());
+            found.push(Found {
+                item: node,
+                skipped: remark,
+                text: None,
+                author: None,
+                time: None,
+            });
+        }
+        let mut text_of = above.text_of;
+        if let Some(&at) = own.and_then(|post| post_at.get(&post)) {
+            let post = &mut found[at];
+            if post.text.is_none() && !node.has_name("meta") && has_prop(&node, TEXT_PROPS) {
+                post.text = Some(node);
+                text_of = Some(post.item.id);
+            } else if post.author.is_none() && has_prop(&node, &["author"]) {
+                post.author = Some(node);
+            }
+        }
+        if has_prop(&node, &["name"])
+            && let Some(item) = above.item
+        {
+            names.entry(item).or_insert(node);
+        }
+        if node.has_name("time")
+            && let Some(&at) = above.post.and_then(|post| post_at.get(&post))
+            && above.text_of != above.post
+        {
+            found[at].time.get_or_insert(node);
+        }
+        inside.insert(
+            node.id,
+            Inside {
+                item: if starts_item(&node) {
+                    Some(node.id)
+                } else {
+                    above.item
+                },
+                post: if kind.is_some() {
+                    Some(node.id)
+                } else {
+                    above.post
+                },
+                text_of,
+            },
+        );
+    }
+    drop(inside);
     let mut said = Said::of("");
     let mut posts = Vec::new();
-    for item in items {
-        let remark = post_type(&item) == Some("Comment")
-            && owner(&item)
-                .and_then(|owner| post_type(&owner))
-                .is_some_and(|kind| QA_TYPES.contains(&kind));
-        if remark {
-            continue;
-        }
-        // The element that holds the text; a container of other posts is not one post.
-        let Some(text) = own_props(&item, TEXT_PROPS).find(|node| !node.has_name("meta")) else {
+    for post in found.iter().filter(|post| !post.skipped) {
+        let Some(text) = post.text else {
             continue;
         };
-        if text
-            .descendants_it()
-            .any(|node| node.is_element() && post_type(&node).is_some())
-        {
-            continue;
-        }
-        let author = author(&item);
-        let date = date(&item, &text);
+        let author = post.author.and_then(|author| author_name(author, &names));
+        let date = post.time.and_then(|time| label(&time.text()));
         let quotes: Vec<NodeRef<'_>> = text
             .descendants_it()
             .filter(|node| node.has_name("blockquote"))
@@ -315,6 +364,29 @@ mod tests {
             <div itemscope itemtype="https://schema.org/Review"><div itemprop="text">Not a post.</div>
             </div></body></html>"#;
         assert!(posts_of(one).is_empty());
+    }
+
+    #[test]
+    fn nested_replies_are_each_their_own_post_in_page_order() {
+        // Replies inside their parent's item (outside its text), as threaded comment pages
+        // nest them; deep enough that a walk per post would show.
+        let depth = 400;
+        let mut html = String::from("<html><body>");
+        for at in 0..depth {
+            html.push_str(&format!(
+                r#"<div itemscope itemtype="https://schema.org/Comment">
+                <span itemprop="author">user{at}</span><div itemprop="text">reply number {at}</div>"#
+            ));
+        }
+        html.push_str(&"</div>".repeat(depth));
+        html.push_str("</body></html>");
+        let posts = posts_of(&html);
+        assert_eq!(posts.len(), depth);
+        assert_eq!(posts[0], "user0\n\nreply number 0");
+        assert_eq!(
+            posts[depth - 1],
+            format!("user{}\n\nreply number {}", depth - 1, depth - 1)
+        );
     }
 
     fn posts_of(html: &str) -> Vec<String> {
