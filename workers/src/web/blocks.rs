@@ -66,6 +66,7 @@ const RUNS_HASHER: BuildHasherDefault<DefaultHasher> = BuildHasherDefault::new()
 
 /// The runs of four words said so far (an answer's, then each block's added), hashed and kept
 /// as one set, so that a page of many blocks costs no more than its text.
+#[derive(Default)]
 pub(crate) struct Said(HashSet<u64>);
 
 impl Said {

@@ -10,9 +10,9 @@
 //! keeps almost nothing); a product page by its named description block when that holds half
 //! or more of the answer, followed by its questions-and-answers blocks and `<details>`
 //! disclosures that say something new; a thread by its posts (`web::thread`), each with its
-//! author and date, when their microdata names them. The page's JSON-LD `articleBody` replaces the answer
-//! when it is longer and tells the same story. When no article is found the whole body is
-//! converted and the result says so.
+//! author and date, when their microdata names them. The page's JSON-LD `articleBody`
+//! replaces the answer when it is longer and tells the same story. When no article is found
+//! the whole body is converted and the result says so.
 //!
 //! Not here: decoding bytes (`web::charset`), judging block pages (`web::blockpage`), or time
 //! limits (the caller runs this on a blocking thread under a timeout).
@@ -245,30 +245,33 @@ fn extract(
                 ..article
             };
         }
-        // A thread: its posts, each with its author and date, after what the answer holds
-        // before them (`web::thread`).
-        if page_type == PageType::Forum {
-            let base = document_base(&document, page_url);
-            let posts = thread::posts(&document, format, &base);
-            if !posts.is_empty() {
-                found.text = thread::with_posts(&found.text, &posts, format);
+        match page_type {
+            // A thread: its posts, each with its author and date, after what the answer
+            // holds before them (`web::thread`).
+            PageType::Forum => {
+                let base = document_base(&document, page_url);
+                let posts = thread::posts(&document, format, &base);
+                if !posts.is_empty() {
+                    found.text = thread::with_posts(&found.text, &posts, format);
+                }
             }
-        }
-        // A product page: its named description block instead of the answer when it fits,
-        // then its questions and disclosures that say something new.
-        if page_type == PageType::Product {
-            let base = document_base(&document, page_url);
-            if let Some(block) = product_block(&document, format, found.plain_chars, &base) {
-                found.text = block;
+            // A product page: its named description block instead of the answer when it
+            // fits, then its questions and disclosures that say something new.
+            PageType::Product => {
+                let base = document_base(&document, page_url);
+                if let Some(block) = product_block(&document, format, found.plain_chars, &base) {
+                    found.text = block;
+                }
+                let answer = match format {
+                    Format::Markdown => prune::markdown_plain(&found.text),
+                    Format::Text | Format::Html => found.text.clone(),
+                };
+                for faq in product_faqs(&document, format, &answer, &base) {
+                    found.text.push_str("\n\n");
+                    found.text.push_str(&faq);
+                }
             }
-            let answer = match format {
-                Format::Markdown => prune::markdown_plain(&found.text),
-                Format::Text | Format::Html => found.text.clone(),
-            };
-            for faq in product_faqs(&document, format, &answer, &base) {
-                found.text.push_str("\n\n");
-                found.text.push_str(&faq);
-            }
+            _ => {}
         }
         return Ok(finish(
             found.into_extracted(format, links, meta, warnings, body_chars),
@@ -740,27 +743,27 @@ fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -
     // The outermost candidates first: the blocks are changed (their scripts removed) only
     // after the walk.
     let mut candidates = Vec::new();
-    // Elements below a block taken or left out are not looked at again.
-    let mut skip_below: Option<NodeId> = None;
+    // Elements below a block taken or left out are not looked at again: each is passed
+    // over when its parent was (one look at the parent, not a walk up the tree).
+    let mut passed: std::collections::HashSet<NodeId> = std::collections::HashSet::new();
     for node in body.descendants_it() {
         if !node.is_element() {
             continue;
         }
-        if let Some(skipped) = skip_below
-            && node
-                .ancestors_it(None)
-                .any(|ancestor| ancestor.id == skipped)
+        if node
+            .parent()
+            .is_some_and(|parent| passed.contains(&parent.id))
         {
+            passed.insert(node.id);
             continue;
         }
-        skip_below = None;
         if [
             "nav", "header", "footer", "aside", "script", "style", "template", "noscript",
         ]
         .iter()
         .any(|name| node.has_name(name))
         {
-            skip_below = Some(node.id);
+            passed.insert(node.id);
             continue;
         }
         let named = ["class", "id"].iter().any(|attribute| {
@@ -768,7 +771,7 @@ fn product_faqs(document: &Document, format: Format, answer: &str, base: &Url) -
                 .is_some_and(|value| prune::has_word(&value, FAQ_WORDS))
         });
         if named || node.has_name("details") {
-            skip_below = Some(node.id);
+            passed.insert(node.id);
             candidates.push(node);
         }
     }

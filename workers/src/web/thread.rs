@@ -186,8 +186,7 @@ pub(super) fn posts(document: &Document, format: Format, base: &Url) -> Vec<Stri
             },
         );
     }
-    drop(inside);
-    let mut said = Said::of("");
+    let mut said = Said::default();
     let mut posts = Vec::new();
     for post in found.iter().filter(|post| !post.skipped) {
         let Some(text) = post.text else {
